@@ -1,0 +1,14 @@
+//! ForSt-RS: Flink's disaggregated state store.
+//!
+//! Layers, top to bottom (arrows point down only):
+//! - `lsm`: the LSM engine (memtable, SST files, versions, flush and compaction, iterators).
+//! - `storage`: the file-system seam the engine reads and writes through (object_store, wrappers).
+
+pub mod error;
+pub mod lsm;
+pub mod storage;
+
+pub use error::{Error, Result};
+
+/// Git revision this library was built from.
+pub const BUILD_REVISION: &str = env!("FORST_GIT_REV");

@@ -1,0 +1,78 @@
+//! The storage seam: everything the engine needs from a file system, and nothing more.
+//!
+//! Paths are relative to the root the storage was opened at ("db/000042-ab.sst"); the engine never
+//! sees scheme or bucket. All calls are async so that many reads can be in flight at once (that is
+//! how a batch of gets hides DFS latency); `block_on` runs them from engine threads.
+
+mod runtime;
+
+pub use runtime::{block_on, io_runtime};
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::Result;
+
+/// Size and name of one file returned by [`Storage::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Path relative to the storage root.
+    pub path: String,
+    pub size: u64,
+}
+
+/// Whether a whole-file write may replace an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Overwrite,
+    /// Fail with an I/O error if the file exists (put-if-absent where the store supports it).
+    CreateNew,
+}
+
+#[async_trait]
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// URL of the root, for messages ("file:///data/db", "s3://bucket/prefix").
+    fn url(&self) -> &str;
+
+    /// Starts a new file written sequentially; nothing is visible at `path` until `finish`.
+    async fn create(&self, path: &str) -> Result<Box<dyn FileWriter>>;
+
+    /// Writes a whole file in one call, published atomically.
+    async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()>;
+
+    /// Reads `range` of a file. Returns exactly `range.end - range.start` bytes or an error;
+    /// callers still check the length because wrappers may inject short reads.
+    async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// Reads a whole file.
+    async fn read(&self, path: &str) -> Result<Bytes>;
+
+    /// Size of a file in bytes; `Error::NotFound` if it does not exist.
+    async fn size(&self, path: &str) -> Result<u64>;
+
+    /// Files directly or indirectly under directory `dir` ("" is the root), in no given order.
+    async fn list(&self, dir: &str) -> Result<Vec<FileInfo>>;
+
+    /// Deletes a file; deleting a missing file succeeds (deletes are retried after crashes).
+    async fn delete(&self, path: &str) -> Result<()>;
+
+    /// Renames a file, replacing `to` (not atomic on object stores: copy then delete).
+    async fn rename(&self, from: &str, to: &str) -> Result<()>;
+
+    /// Copies a file inside the store, server-side where the store can.
+    async fn copy(&self, from: &str, to: &str) -> Result<()>;
+}
+
+/// A file being written. Dropping it without `finish` leaves nothing visible.
+#[async_trait]
+pub trait FileWriter: Send {
+    async fn write(&mut self, data: Bytes) -> Result<()>;
+    /// Publishes the file atomically and returns its size.
+    async fn finish(self: Box<Self>) -> Result<u64>;
+    async fn abort(self: Box<Self>) -> Result<()>;
+}
+
+pub type StorageRef = Arc<dyn Storage>;
