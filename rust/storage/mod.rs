@@ -4,8 +4,16 @@
 //! sees scheme or bucket. All calls are async so that many reads can be in flight at once (that is
 //! how a batch of gets hides DFS latency); `block_on` runs them from engine threads.
 
+mod fault;
+mod latency;
+mod object_store;
+mod open;
 mod runtime;
 
+pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
+pub use fault::{FaultStorage, OpKind};
+pub use latency::{Latency, LatencyStats, LatencyStorage};
+pub use open::{StorageOptions, drop_memory_store, open_storage};
 pub use runtime::{block_on, io_runtime};
 
 use std::ops::Range;
@@ -76,3 +84,24 @@ pub trait FileWriter: Send {
 }
 
 pub type StorageRef = Arc<dyn Storage>;
+
+/// `read_range` plus the length check every caller owes: a short read (which wrappers and
+/// misbehaving stores can produce) becomes an `Error::Io` instead of silently truncated data.
+pub async fn read_range_exact(
+    storage: &dyn Storage,
+    path: &str,
+    range: Range<u64>,
+) -> Result<Bytes> {
+    let want = range.end.saturating_sub(range.start);
+    let data = storage.read_range(path, range.clone()).await?;
+    if data.len() as u64 != want {
+        return Err(crate::Error::io(
+            format!("{}/{path}", storage.url().trim_end_matches('/')),
+            format!(
+                "short read: asked for {want} bytes at {range:?}, got {}",
+                data.len()
+            ),
+        ));
+    }
+    Ok(data)
+}

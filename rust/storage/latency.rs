@@ -1,0 +1,296 @@
+//! A wrapper that makes any storage behave like a remote DFS for benchmarks and tests: each call
+//! first waits `per_call + bytes * per_byte`. The wait is an async timer, not a blocked thread, so
+//! concurrent calls overlap the way requests in flight to S3 do (1000 parallel reads cost about
+//! one latency, not 1000).
+//!
+//! Tokio timers have 1 ms granularity: the deadline is rounded up to the next millisecond tick and
+//! the driver's epoll wait rounds up again, so every wait runs about 1 ms long. Measured here
+//! (`timer_granularity` prints it): 0.1 ms -> 1.2 ms, 1 ms -> 2.1 ms, 1.5 ms -> 2.6 ms,
+//! 5 ms -> 6.1 ms, where `std::thread::sleep` is within 0.1 ms. To model a DFS with latency L,
+//! configure about L - 1 ms; latencies below 1 ms cannot be modelled.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{FileInfo, FileWriter, Storage, StorageRef, WriteMode};
+use crate::Result;
+
+/// Simulated cost of a call: a fixed round trip plus transfer time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Latency {
+    pub per_call: Duration,
+    /// Transfer time per byte; e.g. 100 MB/s is 10 ns per byte.
+    pub per_byte: Duration,
+}
+
+impl Latency {
+    pub fn new(per_call: Duration, per_byte: Duration) -> Self {
+        Self { per_call, per_byte }
+    }
+
+    /// Fixed latency only.
+    pub fn per_call(per_call: Duration) -> Self {
+        Self::new(per_call, Duration::ZERO)
+    }
+
+    pub fn cost(&self, bytes: u64) -> Duration {
+        let transfer = self.per_byte.as_nanos().saturating_mul(bytes as u128);
+        self.per_call.saturating_add(Duration::from_nanos(
+            u64::try_from(transfer).unwrap_or(u64::MAX),
+        ))
+    }
+}
+
+/// Totals since creation (or the last [`LatencyStorage::reset_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LatencyStats {
+    /// Every call, writer calls included.
+    pub calls: u64,
+    /// `read` and `read_range` calls.
+    pub reads: u64,
+    pub bytes_read: u64,
+    /// `put` calls and writer `write` calls.
+    pub writes: u64,
+    pub bytes_written: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    calls: AtomicU64,
+    reads: AtomicU64,
+    bytes_read: AtomicU64,
+    writes: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+impl Counters {
+    fn call(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self, bytes: u64) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn write(&self, bytes: u64) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+async fn wait(latency: Latency, bytes: u64) {
+    let cost = latency.cost(bytes);
+    if !cost.is_zero() {
+        tokio::time::sleep(cost).await;
+    }
+}
+
+#[derive(Debug)]
+pub struct LatencyStorage {
+    inner: StorageRef,
+    latency: Latency,
+    counters: Arc<Counters>,
+}
+
+impl LatencyStorage {
+    pub fn new(inner: StorageRef, latency: Latency) -> Self {
+        Self {
+            inner,
+            latency,
+            counters: Arc::default(),
+        }
+    }
+
+    pub fn latency(&self) -> Latency {
+        self.latency
+    }
+
+    pub fn stats(&self) -> LatencyStats {
+        let c = &self.counters;
+        LatencyStats {
+            calls: c.calls.load(Ordering::Relaxed),
+            reads: c.reads.load(Ordering::Relaxed),
+            bytes_read: c.bytes_read.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            bytes_written: c.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn reset_stats(&self) {
+        let c = &self.counters;
+        for counter in [
+            &c.calls,
+            &c.reads,
+            &c.bytes_read,
+            &c.writes,
+            &c.bytes_written,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+#[async_trait]
+impl Storage for LatencyStorage {
+    fn url(&self) -> &str {
+        self.inner.url()
+    }
+
+    async fn create(&self, path: &str) -> Result<Box<dyn FileWriter>> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        let inner = self.inner.create(path).await?;
+        Ok(Box::new(LatencyWriter {
+            inner,
+            latency: self.latency,
+            counters: self.counters.clone(),
+        }))
+    }
+
+    async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
+        self.counters.call();
+        self.counters.write(data.len() as u64);
+        wait(self.latency, data.len() as u64).await;
+        self.inner.put(path, data, mode).await
+    }
+
+    async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
+        self.counters.call();
+        let len = range.end.saturating_sub(range.start);
+        wait(self.latency, len).await;
+        let data = self.inner.read_range(path, range).await?;
+        self.counters.read(data.len() as u64);
+        Ok(data)
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        self.counters.call();
+        // The size is unknown up front: pay the round trip before, the transfer after.
+        wait(self.latency, 0).await;
+        let data = self.inner.read(path).await?;
+        self.counters.read(data.len() as u64);
+        let transfer = self.latency.cost(data.len() as u64) - self.latency.per_call;
+        if !transfer.is_zero() {
+            tokio::time::sleep(transfer).await;
+        }
+        Ok(data)
+    }
+
+    async fn size(&self, path: &str) -> Result<u64> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.size(path).await
+    }
+
+    async fn list(&self, dir: &str) -> Result<Vec<FileInfo>> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.list(dir).await
+    }
+
+    async fn delete(&self, path: &str) -> Result<()> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.delete(path).await
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.rename(from, to).await
+    }
+
+    async fn copy(&self, from: &str, to: &str) -> Result<()> {
+        // Server-side: no bytes cross the client's link.
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.copy(from, to).await
+    }
+}
+
+struct LatencyWriter {
+    inner: Box<dyn FileWriter>,
+    latency: Latency,
+    counters: Arc<Counters>,
+}
+
+#[async_trait]
+impl FileWriter for LatencyWriter {
+    async fn write(&mut self, data: Bytes) -> Result<()> {
+        self.counters.call();
+        self.counters.write(data.len() as u64);
+        wait(self.latency, data.len() as u64).await;
+        self.inner.write(data).await
+    }
+
+    async fn finish(self: Box<Self>) -> Result<u64> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.finish().await
+    }
+
+    async fn abort(self: Box<Self>) -> Result<()> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.abort().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::storage::block_on;
+
+    /// Prints how long tokio sleeps really take, from `block_on`, from a spawned task and, for
+    /// comparison, a thread sleep; no assertion on time because CI machines are noisy.
+    #[test]
+    fn timer_granularity() {
+        for micros in [100u64, 500, 1000, 1500, 2000, 5000] {
+            let asked = Duration::from_micros(micros);
+            let rounds = 20;
+            let took = block_on(async {
+                let start = Instant::now();
+                for _ in 0..rounds {
+                    tokio::time::sleep(asked).await;
+                }
+                start.elapsed() / rounds
+            });
+            println!("tokio sleep {asked:?} took {took:?} on average");
+            let spawned = block_on(async {
+                crate::storage::io_runtime()
+                    .spawn(async move {
+                        let start = Instant::now();
+                        for _ in 0..rounds {
+                            tokio::time::sleep(asked).await;
+                        }
+                        start.elapsed() / rounds
+                    })
+                    .await
+                    .unwrap()
+            });
+            println!("  spawned: {spawned:?}");
+            let start = Instant::now();
+            for _ in 0..rounds {
+                std::thread::sleep(asked);
+            }
+            println!("  thread::sleep: {:?}", start.elapsed() / rounds);
+        }
+    }
+
+    #[test]
+    fn cost_adds_transfer_time() {
+        let latency = Latency::new(Duration::from_millis(2), Duration::from_nanos(10));
+        assert_eq!(latency.cost(0), Duration::from_millis(2));
+        assert_eq!(latency.cost(1_000_000), Duration::from_millis(12));
+        let huge = Latency::new(Duration::ZERO, Duration::from_secs(1));
+        assert!(huge.cost(u64::MAX) > Duration::from_secs(1));
+    }
+}

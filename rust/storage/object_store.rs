@@ -1,0 +1,349 @@
+//! [`Storage`] over any `object_store` backend (local disk, memory, S3). The root prefix is kept
+//! here rather than in a `PrefixStore` so that error messages can name the full URL of a file.
+
+use std::error::Error as StdError;
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+
+use super::{FileInfo, FileWriter, Storage, WriteMode};
+use crate::{Error, Result};
+
+/// Files smaller than this go up in one `put`; larger ones as a multipart upload in parts of this
+/// size. 8 MiB is above S3's 5 MiB minimum part and keeps at most a few parts buffered per file.
+pub const MULTIPART_PART_SIZE: usize = 8 * 1024 * 1024;
+
+/// Part uploads in flight per file; bounds the memory a large file holds while uploading.
+const MAX_PARTS_IN_FLIGHT: usize = 4;
+
+#[derive(Debug, Clone)]
+pub struct ObjectStoreStorage {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    url: String,
+}
+
+impl ObjectStoreStorage {
+    /// `root` is the prefix inside `store` that relative paths hang off ("" for the store root);
+    /// `url` names that root in messages.
+    pub fn new(store: Arc<dyn ObjectStore>, root: &str, url: impl Into<String>) -> Result<Self> {
+        let url = url.into();
+        let root = Path::parse(root)
+            .map_err(|e| Error::invalid(format!("bad root prefix {root:?} for {url}: {e}")))?;
+        Ok(Self {
+            store,
+            root,
+            url: url.trim_end_matches('/').to_string(),
+        })
+    }
+
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The prefix inside the object store that paths are relative to.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn full_url(&self, path: &str) -> String {
+        if path.is_empty() {
+            self.url.clone()
+        } else {
+            format!("{}/{}", self.url, path.trim_start_matches('/'))
+        }
+    }
+
+    fn location(&self, path: &str) -> Result<Path> {
+        let rel = Path::parse(path)
+            .map_err(|e| Error::invalid(format!("bad path {}: {e}", self.full_url(path))))?;
+        Ok(self.root.parts().chain(rel.parts()).collect())
+    }
+
+    fn map_err(&self, path: &str, err: object_store::Error) -> Error {
+        map_store_error(self.full_url(path), err)
+    }
+}
+
+/// NotFound keeps its own variant (callers branch on it); everything else becomes Io carrying the
+/// full source chain, since reqwest/hyper put the useful part (refused, timeout) deep inside.
+fn map_store_error(url: String, err: object_store::Error) -> Error {
+    if let object_store::Error::NotFound { .. } = err {
+        return Error::NotFound(url);
+    }
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    Error::Io { path: url, message }
+}
+
+#[async_trait]
+impl Storage for ObjectStoreStorage {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    async fn create(&self, path: &str) -> Result<Box<dyn FileWriter>> {
+        Ok(Box::new(ObjectStoreWriter {
+            store: self.store.clone(),
+            location: self.location(path)?,
+            url: self.full_url(path),
+            state: WriterState::Buffering(Vec::new()),
+            len: 0,
+        }))
+    }
+
+    async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
+        let location = self.location(path)?;
+        let opts = PutOptions::from(match mode {
+            WriteMode::Overwrite => PutMode::Overwrite,
+            WriteMode::CreateNew => PutMode::Create,
+        });
+        match self.store.put_opts(&location, data.into(), opts).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Err(Error::io(self.full_url(path), "file already exists"))
+            }
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
+        if range.start > range.end {
+            return Err(Error::invalid(format!(
+                "reversed range {range:?} for {}",
+                self.full_url(path)
+            )));
+        }
+        let location = self.location(path)?;
+        if range.start == range.end {
+            // Stores reject empty HTTP ranges; still report a missing file or an offset past EOF.
+            let size = self.size(path).await?;
+            if range.start > size {
+                return Err(Error::io(
+                    self.full_url(path),
+                    format!("read at {} past end of file of {size} bytes", range.start),
+                ));
+            }
+            return Ok(Bytes::new());
+        }
+        let want = range.end - range.start;
+        let data = self
+            .store
+            .get_range(&location, range.clone())
+            .await
+            .map_err(|e| self.map_err(path, e))?;
+        // Stores clamp a range that runs past EOF instead of failing.
+        if data.len() as u64 != want {
+            return Err(Error::io(
+                self.full_url(path),
+                format!(
+                    "short read: asked for {want} bytes at {range:?}, got {} (file shorter than range)",
+                    data.len()
+                ),
+            ));
+        }
+        Ok(data)
+    }
+
+    async fn read(&self, path: &str) -> Result<Bytes> {
+        let location = self.location(path)?;
+        let result = self
+            .store
+            .get(&location)
+            .await
+            .map_err(|e| self.map_err(path, e))?;
+        result.bytes().await.map_err(|e| self.map_err(path, e))
+    }
+
+    async fn size(&self, path: &str) -> Result<u64> {
+        let location = self.location(path)?;
+        let meta = self
+            .store
+            .head(&location)
+            .await
+            .map_err(|e| self.map_err(path, e))?;
+        Ok(meta.size)
+    }
+
+    async fn list(&self, dir: &str) -> Result<Vec<FileInfo>> {
+        let prefix = self.location(dir)?;
+        let prefix = (!prefix.is_root()).then_some(prefix);
+        let metas: Vec<_> = self
+            .store
+            .list(prefix.as_ref())
+            .try_collect()
+            .await
+            .map_err(|e| self.map_err(dir, e))?;
+        let mut files = Vec::with_capacity(metas.len());
+        for meta in metas {
+            // Anything outside our root would be a store bug; skip rather than return junk paths.
+            let Some(rel) = meta.location.prefix_match(&self.root) else {
+                continue;
+            };
+            let rel: Vec<_> = rel.map(|p| p.as_ref().to_string()).collect();
+            files.push(FileInfo {
+                path: rel.join("/"),
+                size: meta.size,
+            });
+        }
+        Ok(files)
+    }
+
+    async fn delete(&self, path: &str) -> Result<()> {
+        let location = self.location(path)?;
+        match self.store.delete(&location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let src = self.location(from)?;
+        let dst = self.location(to)?;
+        self.store
+            .rename(&src, &dst)
+            .await
+            .map_err(|e| self.rename_err("rename", from, to, e))
+    }
+
+    async fn copy(&self, from: &str, to: &str) -> Result<()> {
+        let src = self.location(from)?;
+        let dst = self.location(to)?;
+        self.store
+            .copy(&src, &dst)
+            .await
+            .map_err(|e| self.rename_err("copy", from, to, e))
+    }
+}
+
+impl ObjectStoreStorage {
+    /// A missing source is NotFound(from); other failures name both ends.
+    fn rename_err(&self, op: &str, from: &str, to: &str, err: object_store::Error) -> Error {
+        match map_store_error(self.full_url(from), err) {
+            Error::Io { path, message } => Error::Io {
+                path,
+                message: format!("{op} to {} failed: {message}", self.full_url(to)),
+            },
+            other => other,
+        }
+    }
+}
+
+enum WriterState {
+    /// Small so far: chunks held until finish, then one `put`.
+    Buffering(Vec<Bytes>),
+    /// Past one part: parts are uploading; nothing is visible until `complete`.
+    Multipart(WriteMultipart),
+    Done,
+}
+
+struct ObjectStoreWriter {
+    store: Arc<dyn ObjectStore>,
+    location: Path,
+    url: String,
+    state: WriterState,
+    len: u64,
+}
+
+impl ObjectStoreWriter {
+    fn err(&self, e: object_store::Error) -> Error {
+        map_store_error(self.url.clone(), e)
+    }
+}
+
+#[async_trait]
+impl FileWriter for ObjectStoreWriter {
+    async fn write(&mut self, data: Bytes) -> Result<()> {
+        self.len += data.len() as u64;
+        match &mut self.state {
+            WriterState::Buffering(chunks) => {
+                chunks.push(data);
+                if self.len < MULTIPART_PART_SIZE as u64 {
+                    return Ok(());
+                }
+                let chunks = std::mem::take(chunks);
+                let upload = self
+                    .store
+                    .put_multipart(&self.location)
+                    .await
+                    .map_err(|e| self.err(e))?;
+                let mut multipart =
+                    WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
+                for chunk in chunks {
+                    multipart.put(chunk);
+                }
+                self.state = WriterState::Multipart(multipart);
+            }
+            WriterState::Multipart(multipart) => multipart.put(data),
+            WriterState::Done => return Err(Error::io(&self.url, "write after finish or abort")),
+        }
+        if let WriterState::Multipart(multipart) = &mut self.state {
+            let waited = multipart.wait_for_capacity(MAX_PARTS_IN_FLIGHT).await;
+            if let Err(e) = waited {
+                // A failed part poisons the upload; abort it so the store frees the parts.
+                if let WriterState::Multipart(m) =
+                    std::mem::replace(&mut self.state, WriterState::Done)
+                {
+                    let _ = m.abort().await;
+                }
+                return Err(self.err(e));
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self: Box<Self>) -> Result<u64> {
+        match std::mem::replace(&mut self.state, WriterState::Done) {
+            WriterState::Buffering(chunks) => {
+                let payload: PutPayload = chunks.into_iter().collect();
+                self.store
+                    .put(&self.location, payload)
+                    .await
+                    .map_err(|e| self.err(e))?;
+            }
+            WriterState::Multipart(multipart) => {
+                // WriteMultipart::finish aborts the upload itself when a part or complete fails.
+                multipart.finish().await.map_err(|e| self.err(e))?;
+            }
+            WriterState::Done => return Err(Error::io(&self.url, "finish after finish or abort")),
+        }
+        Ok(self.len)
+    }
+
+    async fn abort(mut self: Box<Self>) -> Result<()> {
+        match std::mem::replace(&mut self.state, WriterState::Done) {
+            WriterState::Multipart(multipart) => multipart.abort().await.map_err(|e| self.err(e)),
+            WriterState::Buffering(_) | WriterState::Done => Ok(()),
+        }
+    }
+}
+
+impl Drop for ObjectStoreWriter {
+    fn drop(&mut self) {
+        // Dropped mid-upload (error path, panic): nothing is visible either way, but an
+        // unaborted S3 upload keeps its parts billed until a lifecycle rule removes them.
+        if let WriterState::Multipart(multipart) =
+            std::mem::replace(&mut self.state, WriterState::Done)
+        {
+            // Engine threads drop writers outside any runtime; the shared I/O runtime takes over.
+            let handle = tokio::runtime::Handle::try_current()
+                .unwrap_or_else(|_| super::io_runtime().handle().clone());
+            handle.spawn(async move {
+                let _ = multipart.abort().await;
+            });
+        }
+    }
+}

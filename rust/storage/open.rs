@@ -1,0 +1,261 @@
+//! Turns a URL from the Flink configuration into a [`StorageRef`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use object_store::ObjectStore;
+use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use once_cell::sync::Lazy;
+
+use super::{ObjectStoreStorage, StorageRef};
+use crate::{Error, Result};
+
+/// Connection settings for stores that need them. Unset S3 fields fall back to the usual `AWS_*`
+/// environment variables.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StorageOptions {
+    pub s3_endpoint: Option<String>,
+    pub s3_region: Option<String>,
+    pub s3_access_key_id: Option<String>,
+    pub s3_secret_access_key: Option<String>,
+    /// Needed for plain-http endpoints such as a local MinIO or moto.
+    pub s3_allow_http: bool,
+    /// fsync files and directories on `file://` writes; off only for throwaway benchmarks.
+    pub local_fsync: bool,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        Self {
+            s3_endpoint: None,
+            s3_region: None,
+            s3_access_key_id: None,
+            s3_secret_access_key: None,
+            s3_allow_http: false,
+            local_fsync: true,
+        }
+    }
+}
+
+impl StorageOptions {
+    /// Sets one option from a configuration key, so the JNI layer can pass a flat string map.
+    /// Keys: `s3.endpoint`, `s3.region`, `s3.access-key` (or `s3.access-key-id`),
+    /// `s3.secret-key` (or `s3.secret-access-key`), `s3.allow-http`, `local.fsync`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let value = value.trim();
+        match key {
+            "s3.endpoint" => self.s3_endpoint = Some(value.to_string()),
+            "s3.region" => self.s3_region = Some(value.to_string()),
+            "s3.access-key" | "s3.access-key-id" => self.s3_access_key_id = Some(value.to_string()),
+            "s3.secret-key" | "s3.secret-access-key" => {
+                self.s3_secret_access_key = Some(value.to_string())
+            }
+            "s3.allow-http" => self.s3_allow_http = parse_bool(key, value)?,
+            "local.fsync" => self.local_fsync = parse_bool(key, value)?,
+            _ => return Err(Error::invalid(format!("unknown storage option {key:?}"))),
+        }
+        Ok(())
+    }
+
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            options.set(key, value)?;
+        }
+        Ok(options)
+    }
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "option {key} wants true or false, got {value:?}"
+        ))),
+    }
+}
+
+// Hand-written so the secret never lands in a log line.
+impl fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageOptions")
+            .field("s3_endpoint", &self.s3_endpoint)
+            .field("s3_region", &self.s3_region)
+            .field("s3_access_key_id", &self.s3_access_key_id)
+            .field(
+                "s3_secret_access_key",
+                &self.s3_secret_access_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("s3_allow_http", &self.s3_allow_http)
+            .field("local_fsync", &self.local_fsync)
+            .finish()
+    }
+}
+
+/// Opens `file:///abs/dir` (or a plain absolute path), `memory://name[/prefix]` or
+/// `s3://bucket[/prefix]`.
+pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
+    let bad = |why: &str| Error::invalid(format!("storage url {url:?}: {why}"));
+    if url.starts_with('/') {
+        return open_local(url, options);
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(bad("expected scheme://... or an absolute path"));
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "file" => {
+            // Only local files: "file:///dir" or "file://localhost/dir".
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            if !path.starts_with('/') {
+                return Err(bad("file urls need an absolute path (file:///dir)"));
+            }
+            let decoded = percent_decode(path).ok_or_else(|| bad("bad percent escape"))?;
+            open_local(&decoded, options)
+        }
+        "memory" => {
+            let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if name.is_empty() {
+                return Err(bad("memory urls need a store name (memory://name)"));
+            }
+            let store = memory_store(name);
+            let storage =
+                ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
+            Ok(Arc::new(storage))
+        }
+        "s3" | "s3a" => {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("s3 urls need a bucket (s3://bucket/prefix)"));
+            }
+            let store = open_s3(bucket, options).map_err(|e| bad(&e))?;
+            let storage =
+                ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
+            Ok(Arc::new(storage))
+        }
+        _ => Err(bad(&format!("unknown scheme {scheme:?}"))),
+    }
+}
+
+fn open_local(dir: &str, options: &StorageOptions) -> Result<StorageRef> {
+    let dir = std::path::Path::new(dir);
+    let url = format!("file://{}", dir.display());
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(&url, format!("cannot create directory: {e}")))?;
+    let store = LocalFileSystem::new_with_prefix(dir)
+        .map_err(|e| Error::io(&url, e))?
+        // Deleting the last file of a directory removes the directory, as on object stores.
+        .with_automatic_cleanup(true)
+        .with_fsync(options.local_fsync);
+    Ok(Arc::new(ObjectStoreStorage::new(Arc::new(store), "", url)?))
+}
+
+/// Named in-memory stores live for the whole process so that a database reopened under the same
+/// name finds its files, as it would on a real file system.
+static MEMORY_STORES: Lazy<Mutex<HashMap<String, Arc<InMemory>>>> = Lazy::new(Default::default);
+
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    let mut stores = MEMORY_STORES.lock().unwrap_or_else(|e| e.into_inner());
+    stores
+        .entry(name.to_string())
+        .or_insert_with(|| Arc::new(InMemory::new()))
+        .clone()
+}
+
+/// Forgets a `memory://name` store so its memory is freed once no storage uses it.
+pub fn drop_memory_store(name: &str) {
+    MEMORY_STORES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(name);
+}
+
+fn open_s3(
+    bucket: &str,
+    options: &StorageOptions,
+) -> std::result::Result<Arc<dyn ObjectStore>, String> {
+    let mut builder = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        // Bucket in the path, not the host name: what MinIO, moto and most on-prem S3s expect.
+        .with_virtual_hosted_style_request(false)
+        .with_allow_http(options.s3_allow_http)
+        // Put-if-absent (If-None-Match: *) backs WriteMode::CreateNew.
+        .with_conditional_put(S3ConditionalPut::ETagMatch);
+    if let Some(endpoint) = &options.s3_endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(region) = &options.s3_region {
+        builder = builder.with_region(region);
+    }
+    if let Some(key) = &options.s3_access_key_id {
+        builder = builder.with_access_key_id(key);
+    }
+    if let Some(secret) = &options.s3_secret_access_key {
+        builder = builder.with_secret_access_key(secret);
+    }
+    let store = builder.build().map_err(|e| e.to_string())?;
+    Ok(Arc::new(store))
+}
+
+/// Decodes %XX escapes in a file url path; None on a malformed escape or non-UTF-8 result.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("/a%20b/c").as_deref(), Some("/a b/c"));
+        assert_eq!(percent_decode("/a%2"), None);
+        assert_eq!(percent_decode("/a%zz"), None);
+    }
+
+    #[test]
+    fn rejects_bad_urls_naming_them() {
+        for url in [
+            "ftp://x/y",
+            "nonsense",
+            "file://host/dir",
+            "memory://",
+            "s3:///p",
+            "",
+        ] {
+            match open_storage(url, &StorageOptions::default()) {
+                Err(Error::InvalidArgument(msg)) => assert!(msg.contains(url), "{msg}"),
+                other => panic!("{url}: expected InvalidArgument, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn options_from_pairs_and_redacted_debug() {
+        let options = StorageOptions::from_pairs([
+            ("s3.endpoint", "http://127.0.0.1:9000"),
+            ("s3.secret-key", "hunter2"),
+            ("s3.allow-http", "true"),
+        ])
+        .unwrap();
+        assert!(options.s3_allow_http);
+        assert!(!format!("{options:?}").contains("hunter2"));
+        assert!(StorageOptions::from_pairs([("s3.nope", "1")]).is_err());
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order. One cargo profile (release) for clippy and tests so that both
+# share one build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { echo "==> $*" >&2; }
+
+step install-deps
+scripts/install-deps.sh
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
+    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+fi
+
+step cargo fmt
+cargo fmt --all -- --check
+
+step cargo clippy
+cargo clippy --all-targets --release -- -D warnings
+
+step cargo test
+cargo test --release
+
+# ---- Java (JNI bindings, Flink integration): the `mvn verify` step goes here. ----
