@@ -1,4 +1,6 @@
 //! The LSM engine. It knows storage only through `crate::storage::Storage`.
 
+pub mod cache;
 pub mod iterator;
 pub mod key;
+pub mod sst;

@@ -1,0 +1,204 @@
+//! The index block: one entry per data block, in file order, holding the block's LAST internal
+//! key (user key and sequence) and its handle. The full last key is kept rather than a shortened
+//! separator because the versions of one user key may span several blocks: a point lookup for
+//! (key, snapshot) must land on the first block that can hold that exact version.
+//!
+//! Raw layout: `(user_key_len: varint, user_key, seq: varint64, offset: varint64,
+//! size: varint64)* count: u32 LE`, stored uncompressed with the usual block framing.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::coding::{
+    Cursor, Decoded, Malformed, put_length_prefixed, put_u32, put_varint64, read_u32_at,
+};
+use super::framing::BLOCK_TRAILER_LEN;
+use super::handle::BlockHandle;
+use crate::lsm::key::{SeqNo, compare_internal};
+
+#[derive(Default)]
+pub(crate) struct IndexBuilder {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl IndexBuilder {
+    pub(crate) fn add(&mut self, last_user_key: &[u8], last_seq: SeqNo, handle: BlockHandle) {
+        put_length_prefixed(&mut self.buf, last_user_key);
+        put_varint64(&mut self.buf, last_seq);
+        handle.encode_varint(&mut self.buf);
+        self.count += 1;
+    }
+
+    pub(crate) fn estimated_size(&self) -> usize {
+        self.buf.len() + 4
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        put_u32(&mut self.buf, self.count);
+        self.buf
+    }
+}
+
+struct IndexEntry {
+    key: Range<usize>,
+    seq: SeqNo,
+    handle: BlockHandle,
+}
+
+/// The decoded index, kept in memory for the table's lifetime.
+pub(crate) struct Index {
+    /// All last keys, concatenated; a private copy so the index does not pin the read buffer.
+    keys: Bytes,
+    entries: Vec<IndexEntry>,
+}
+
+impl Index {
+    /// Decodes and validates: keys strictly ascending, blocks in file order without overlap and
+    /// inside `data_end`, so lookups can trust binary search and handles.
+    pub(crate) fn decode(raw: &[u8], data_end: u64) -> Decoded<Index> {
+        if raw.len() < 4 {
+            return Err(Malformed::new("index block has no entry count"));
+        }
+        let body = &raw[..raw.len() - 4];
+        let count = read_u32_at(raw, raw.len() - 4)? as usize;
+        // Each entry takes at least 4 bytes, which bounds the allocation below.
+        if count > body.len() / 4 + 1 {
+            return Err(Malformed::new(format!(
+                "index claims {count} entries in {} bytes",
+                body.len()
+            )));
+        }
+        let mut keys = Vec::new();
+        let mut entries: Vec<IndexEntry> = Vec::with_capacity(count);
+        let mut c = Cursor::new(body);
+        let mut next_free = 0u64;
+        while !c.is_empty() {
+            let at = c.pos();
+            let key = c.length_prefixed()?;
+            let seq = c.varint64()?;
+            let handle = BlockHandle::decode_varint(&mut c)?;
+            if let Some(prev) = entries.last() {
+                let prev_key = &keys[prev.key.clone()];
+                if compare_internal(prev_key, prev.seq, key, seq) != Ordering::Less {
+                    return Err(Malformed::new(format!("index entry at {at} out of order")));
+                }
+            }
+            let end = handle.end().filter(|&e| e <= data_end);
+            if handle.offset < next_free || handle.size < BLOCK_TRAILER_LEN as u64 || end.is_none()
+            {
+                return Err(Malformed::new(format!(
+                    "index entry at {at} has bad handle {}+{} (data ends at {data_end})",
+                    handle.offset, handle.size
+                )));
+            }
+            next_free = end.unwrap_or(data_end);
+            let start = keys.len();
+            keys.extend_from_slice(key);
+            entries.push(IndexEntry {
+                key: start..keys.len(),
+                seq,
+                handle,
+            });
+        }
+        if entries.len() != count {
+            return Err(Malformed::new(format!(
+                "index has {} entries, count says {count}",
+                entries.len()
+            )));
+        }
+        Ok(Index {
+            keys: Bytes::from(keys),
+            entries,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn handle(&self, i: usize) -> BlockHandle {
+        self.entries[i].handle
+    }
+
+    pub(crate) fn handles(&self) -> impl Iterator<Item = BlockHandle> + '_ {
+        self.entries.iter().map(|e| e.handle)
+    }
+
+    /// Index of the first block whose last key is >= (user_key, seq); `len()` if none.
+    pub(crate) fn find(&self, user_key: &[u8], seq: SeqNo) -> usize {
+        self.entries.partition_point(|e| {
+            compare_internal(&self.keys[e.key.clone()], e.seq, user_key, seq) == Ordering::Less
+        })
+    }
+
+    /// Bytes held in memory.
+    pub(crate) fn memory_size(&self) -> usize {
+        self.keys.len() + self.entries.len() * std::mem::size_of::<IndexEntry>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let mut b = IndexBuilder::default();
+        b.add(b"b", 7, BlockHandle::new(0, 100));
+        b.add(b"b", 3, BlockHandle::new(100, 50));
+        b.add(b"d", 9, BlockHandle::new(150, 60));
+        b.finish()
+    }
+
+    #[test]
+    fn find_by_internal_key() {
+        let index = Index::decode(&sample(), 210).unwrap();
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.find(b"a", 1), 0);
+        assert_eq!(index.find(b"b", 100), 0);
+        assert_eq!(index.find(b"b", 7), 0);
+        assert_eq!(index.find(b"b", 6), 1);
+        assert_eq!(index.find(b"b", 0), 2);
+        assert_eq!(index.find(b"c", 0), 2);
+        assert_eq!(index.find(b"d", 9), 2);
+        assert_eq!(index.find(b"d", 8), 3);
+        assert_eq!(index.handle(1), BlockHandle::new(100, 50));
+    }
+
+    #[test]
+    fn bad_indexes_are_rejected() {
+        let good = sample();
+        // A handle past the data region.
+        assert!(Index::decode(&good, 200).is_err());
+        let mut b = IndexBuilder::default();
+        b.add(b"b", 3, BlockHandle::new(0, 100));
+        b.add(b"b", 7, BlockHandle::new(100, 50));
+        assert!(
+            Index::decode(&b.finish(), 1000).is_err(),
+            "keys out of order"
+        );
+        let mut b = IndexBuilder::default();
+        b.add(b"a", 3, BlockHandle::new(0, 100));
+        b.add(b"b", 7, BlockHandle::new(50, 50));
+        assert!(
+            Index::decode(&b.finish(), 1000).is_err(),
+            "overlapping blocks"
+        );
+        let mut b = IndexBuilder::default();
+        b.add(b"a", 3, BlockHandle::new(u64::MAX, 100));
+        assert!(
+            Index::decode(&b.finish(), 1000).is_err(),
+            "overflowing handle"
+        );
+        for len in 0..good.len() {
+            assert!(Index::decode(&good[..len], 210).is_err());
+        }
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0xff;
+            let _ = Index::decode(&bad, 210);
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! SST files: immutable sorted runs of internal entries, written whole by flush and compaction
+//! and read by point lookups and iterators.
+//!
+//! File layout (all integers little-endian):
+//!
+//! ```text
+//! data block 0 .. data block n-1   prefix-compressed entries (block/), LZ4 or raw
+//! filter block                     bloom filter over user keys (bloom.rs), absent if disabled
+//! properties block                 key range, sequence range, entry count (properties.rs)
+//! index block                      last internal key + handle of each data block (index.rs)
+//! footer                           64 bytes: handles, version, checksum, magic (footer.rs)
+//! ```
+//!
+//! Every block is framed as `payload | type: u8 | masked crc32c: u32` (framing.rs). Only data
+//! blocks are compressed; meta blocks are read once per open and kept decoded in memory.
+
+mod block;
+mod bloom;
+mod builder;
+mod coding;
+mod footer;
+mod framing;
+mod handle;
+mod index;
+mod iter;
+mod properties;
+mod table;
+
+#[cfg(test)]
+mod test_util;
+#[cfg(test)]
+mod tests;
+
+use bytes::Bytes;
+
+use crate::lsm::key::SeqNo;
+
+pub(crate) use block::Block;
+pub use builder::TableBuilder;
+pub use iter::TableIterator;
+pub use table::Table;
+
+/// Compression of data blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Lz4,
+}
+
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    /// Target size of an uncompressed data block. A block is cut before an entry that would push
+    /// it past this size, so only a single oversized entry makes a larger block.
+    pub block_size: usize,
+    /// Entries between restart points (full keys) inside a data block.
+    pub restart_interval: usize,
+    /// Bloom filter bits per distinct user key; 0 writes no filter.
+    pub bloom_bits_per_key: usize,
+    pub compression: Compression,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::Lz4,
+        }
+    }
+}
+
+/// Summary of one file, stored in its properties block.
+#[derive(Clone, Debug)]
+pub struct TableProperties {
+    /// Smallest user key (no trailer).
+    pub smallest_key: Bytes,
+    /// Largest user key (no trailer).
+    pub largest_key: Bytes,
+    pub min_seq: SeqNo,
+    pub max_seq: SeqNo,
+    /// Number of entries (all versions, all kinds).
+    pub entries: u64,
+    /// File size in bytes.
+    pub size: u64,
+}
