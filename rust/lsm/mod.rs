@@ -1,6 +1,33 @@
 //! The LSM engine. It knows storage only through `crate::storage::Storage`.
+//!
+//! Write path: `db` (batch -> memtable) -> `flush` (memtable -> L0 SST via `collapse` and
+//! `table_sink`) -> `compaction` (levels). Read path: `read` (point gets, multi_get) and
+//! `db_iterator` (scans) over memtables and `sst` tables. `version` holds the live files and the
+//! manifest that makes them durable.
 
+pub mod batch;
 pub mod cache;
+mod collapse;
+pub mod column_family;
+mod compaction;
+pub mod db;
+pub mod db_iterator;
+mod flush;
 pub mod iterator;
+pub mod iterators;
 pub mod key;
+pub mod memtable;
+pub mod merge;
+pub mod options;
+pub mod range_tombstone;
+mod read;
+mod resolve;
 pub mod sst;
+mod table_sink;
+pub mod version;
+
+pub use batch::WriteBatch;
+pub use column_family::ColumnFamily;
+pub use db::{Db, DbStats, PinnedFiles};
+pub use db_iterator::DbIterator;
+pub use options::DbOptions;

@@ -71,7 +71,7 @@ impl Default for TableOptions {
 }
 
 /// Summary of one file, stored in its properties block.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableProperties {
     /// Smallest user key (no trailer).
     pub smallest_key: Bytes,

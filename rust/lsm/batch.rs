@@ -1,0 +1,78 @@
+//! An atomic group of writes across column families: all of it becomes visible at once, or none.
+
+use bytes::Bytes;
+
+use crate::lsm::column_family::{ColumnFamily, prefixed_key};
+use crate::lsm::key::ValueKind;
+
+#[derive(Debug, Clone)]
+pub(crate) enum BatchOp {
+    /// Key is column-family prefixed.
+    Write {
+        kind: ValueKind,
+        key: Bytes,
+        value: Bytes,
+    },
+    /// Range [start, end) of prefixed keys.
+    DeleteRange { start: Bytes, end: Bytes },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    pub(crate) ops: Vec<BatchOp>,
+    bytes: usize,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn put(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
+        self.push_write(ValueKind::Put, cf, key, value);
+    }
+
+    pub fn delete(&mut self, cf: &ColumnFamily, key: &[u8]) {
+        self.push_write(ValueKind::Delete, cf, key, &[]);
+    }
+
+    /// Appends `value` to the list stored at `key` (see `lsm::merge`).
+    pub fn merge(&mut self, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
+        self.push_write(ValueKind::Merge, cf, key, value);
+    }
+
+    /// Deletes every key in [start, end) of `cf`.
+    pub fn delete_range(&mut self, cf: &ColumnFamily, start: &[u8], end: &[u8]) {
+        let (start, end) = (prefixed_key(cf.id, start), prefixed_key(cf.id, end));
+        self.bytes += start.len() + end.len();
+        self.ops.push(BatchOp::DeleteRange { start, end });
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Payload bytes of keys and values.
+    pub fn size_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes = 0;
+    }
+
+    fn push_write(&mut self, kind: ValueKind, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
+        let key = prefixed_key(cf.id, key);
+        self.bytes += key.len() + value.len();
+        self.ops.push(BatchOp::Write {
+            kind,
+            key,
+            value: Bytes::copy_from_slice(value),
+        });
+    }
+}

@@ -1,0 +1,157 @@
+//! Compaction: the background worker, and running one job (merge inputs, write outputs, install).
+
+pub mod picker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::Result;
+use crate::lsm::collapse::collapse_into;
+use crate::lsm::db::DbInner;
+use crate::lsm::iterator::InternalIterator;
+use crate::lsm::iterators::level::LevelIterator;
+use crate::lsm::iterators::merging::MergingIterator;
+use crate::lsm::options::NUM_LEVELS;
+use crate::lsm::table_sink::TableSink;
+use crate::lsm::version::{TableFile, Version};
+
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+
+pub(crate) fn run_compaction_worker(db: &DbInner) {
+    loop {
+        {
+            let mut background = db.background.lock().unwrap();
+            while !background.compaction_requested && !background.shutdown {
+                background = db.background_changed.wait(background).unwrap();
+            }
+            if background.shutdown {
+                return;
+            }
+            background.compaction_requested = false;
+        }
+        loop {
+            if db.background.lock().unwrap().shutdown {
+                return;
+            }
+            match run_one_compaction(db) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    tracing::warn!("compaction failed, will retry: {e}");
+                    let mut background = db.background.lock().unwrap();
+                    background.last_compaction_error = Some(e.to_string());
+                    background.compaction_requested = true;
+                    let _ = db.background_changed.wait_timeout(background, RETRY_DELAY);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Picks and runs one compaction; false if none is needed.
+pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
+    let _one_at_a_time = db.compaction_lock.lock().unwrap();
+    let version = db.current().version.clone();
+    let Some(job) = picker::pick(&version, &db.options) else {
+        return Ok(false);
+    };
+    if job.is_trivial_move() {
+        let (level, file) = (job.inputs[0].0, job.inputs[0].1[0].clone());
+        db.install_version(
+            |v| {
+                remove_files(v, std::slice::from_ref(&file));
+                insert_sorted(v, level + 1, vec![file.clone()]);
+            },
+            None,
+        )?;
+        return Ok(true);
+    }
+    let (lo, hi) = job.key_range();
+    let bottommost =
+        (job.output_level + 1..NUM_LEVELS).all(|l| version.overlapping(l, &lo, &hi).is_empty());
+    let children = job
+        .inputs
+        .iter()
+        .flat_map(|(level, files)| input_iterators(db, *level, files))
+        .collect();
+    let inputs: Vec<_> = job.input_files().cloned().collect();
+    merge_and_install(
+        db,
+        children,
+        &version,
+        bottommost,
+        &inputs,
+        job.output_level,
+    )?;
+    Ok(true)
+}
+
+/// Rewrites every file into the last level.
+pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
+    let _one_at_a_time = db.compaction_lock.lock().unwrap();
+    let version = db.current().version.clone();
+    let inputs: Vec<_> = version.files().cloned().collect();
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    let children = (0..NUM_LEVELS)
+        .flat_map(|level| input_iterators(db, level, &version.levels[level]))
+        .collect();
+    merge_and_install(db, children, &version, true, &inputs, NUM_LEVELS - 1)
+}
+
+/// L0 files overlap, so each gets its own iterator; a sorted level is one concatenation.
+fn input_iterators(
+    db: &DbInner,
+    level: usize,
+    files: &[Arc<TableFile>],
+) -> Vec<Box<dyn InternalIterator>> {
+    let readahead = db.options.compaction_readahead_bytes.max(1);
+    if files.is_empty() {
+        Vec::new()
+    } else if level == 0 {
+        files
+            .iter()
+            .map(|f| Box::new(f.table.iter(readahead)) as Box<dyn InternalIterator>)
+            .collect()
+    } else {
+        vec![Box::new(LevelIterator::new(files.to_vec(), readahead))]
+    }
+}
+
+fn merge_and_install(
+    db: &DbInner,
+    children: Vec<Box<dyn InternalIterator>>,
+    version: &Version,
+    bottommost: bool,
+    inputs: &[Arc<TableFile>],
+    output_level: usize,
+) -> Result<()> {
+    let mut merged = MergingIterator::new(children);
+    let mut sink = TableSink::new(db);
+    collapse_into(&mut merged, &version.tombstones, bottommost, &mut sink)?;
+    let outputs = sink.finish()?;
+    let installed = db.install_version(
+        |v| {
+            remove_files(v, inputs);
+            insert_sorted(v, output_level, outputs.clone());
+        },
+        None,
+    );
+    if installed.is_err() {
+        outputs.iter().for_each(|f| f.mark_obsolete());
+    }
+    installed
+}
+
+fn remove_files(version: &mut Version, files: &[Arc<TableFile>]) {
+    for level in version.levels.iter_mut() {
+        level.retain(|f| !files.iter().any(|g| g.number == f.number));
+    }
+}
+
+fn insert_sorted(version: &mut Version, level: usize, files: Vec<Arc<TableFile>>) {
+    version.levels[level].extend(files);
+    version.levels[level].sort_by(|a, b| a.smallest().cmp(b.smallest()));
+}

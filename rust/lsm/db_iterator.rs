@@ -1,0 +1,148 @@
+//! The user-facing iterator over one column family: merges memtables and files, keeps the newest
+//! version of each key visible at its snapshot, applies deletes, range tombstones and merges, and
+//! stays inside [lower, upper). It holds its super version, so the files it reads stay alive.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::Result;
+use crate::lsm::column_family::{
+    CF_PREFIX_LEN, ColumnFamily, family_range, prefix_successor, prefixed_key,
+};
+use crate::lsm::db::{DbInner, SuperVersion, read_view};
+use crate::lsm::iterator::InternalIterator;
+use crate::lsm::iterators::level::LevelIterator;
+use crate::lsm::iterators::merging::MergingIterator;
+use crate::lsm::key::SeqNo;
+use crate::lsm::range_tombstone::{RangeTombstone, covering_seq};
+use crate::lsm::resolve::VersionResolver;
+
+pub struct DbIterator {
+    merged: MergingIterator,
+    snapshot: SeqNo,
+    tombstones: Vec<RangeTombstone>,
+    /// Prefixed bounds: inclusive lower, exclusive upper.
+    lower: Bytes,
+    upper: Bytes,
+    /// Current entry, key without the column-family prefix.
+    current: Option<(Bytes, Bytes)>,
+    _pinned: Arc<SuperVersion>,
+}
+
+impl DbIterator {
+    /// Iterates keys of `cf` in [start, end); `None` means unbounded on that side.
+    pub(crate) fn new(
+        db: &DbInner,
+        cf: &ColumnFamily,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<Self> {
+        db.check_open()?;
+        let (snapshot, sv) = read_view(db);
+        let (family_start, family_end) = family_range(cf.id());
+        let lower = start.map_or(family_start, |s| prefixed_key(cf.id(), s));
+        let upper = end.map_or(family_end, |e| prefixed_key(cf.id(), e));
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
+        children.extend(
+            sv.frozen
+                .iter()
+                .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>),
+        );
+        let version = &sv.version;
+        let in_range = |f: &&Arc<crate::lsm::version::TableFile>| {
+            f.smallest() < upper.as_ref() && f.largest() >= lower.as_ref()
+        };
+        children.extend(
+            version.levels[0]
+                .iter()
+                .filter(in_range)
+                .map(|f| Box::new(f.table.iter(0)) as Box<dyn InternalIterator>),
+        );
+        for level in version.levels.iter().skip(1) {
+            let files: Vec<_> = level.iter().filter(in_range).cloned().collect();
+            if !files.is_empty() {
+                children.push(Box::new(LevelIterator::new(files, 0)));
+            }
+        }
+        let mut it = DbIterator {
+            merged: MergingIterator::new(children),
+            snapshot,
+            tombstones: sv.tombstones(),
+            lower,
+            upper,
+            current: None,
+            _pinned: sv,
+        };
+        it.seek_to_first()?;
+        Ok(it)
+    }
+
+    /// Iterates keys of `cf` starting with `prefix`.
+    pub(crate) fn with_prefix(db: &DbInner, cf: &ColumnFamily, prefix: &[u8]) -> Result<Self> {
+        let end = prefix_successor(prefix);
+        Self::new(db, cf, Some(prefix), end.as_deref())
+    }
+
+    pub fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// Key without the column-family prefix. Panics if not valid.
+    pub fn key(&self) -> &[u8] {
+        &self.current.as_ref().expect("iterator not valid").0
+    }
+
+    pub fn value(&self) -> &[u8] {
+        &self.current.as_ref().expect("iterator not valid").1
+    }
+
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        let lower = self.lower.clone();
+        self.merged.seek(&lower)?;
+        self.settle()
+    }
+
+    /// Positions at the first key >= `key` (clamped to the iterator's range).
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let cf_prefix = &self.lower[..CF_PREFIX_LEN];
+        let target = [cf_prefix, key].concat();
+        let target = if target.as_slice() < self.lower.as_ref() {
+            self.lower.to_vec()
+        } else {
+            target
+        };
+        self.merged.seek(&target)?;
+        self.settle()
+    }
+
+    pub fn next(&mut self) -> Result<()> {
+        if self.current.is_some() {
+            self.settle()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the merged input to the next key that has a visible value and makes it current. The
+    /// merged input is always left at the first version of the key after the current one.
+    fn settle(&mut self) -> Result<()> {
+        self.current = None;
+        while self.merged.valid() && self.merged.key() < self.upper.as_ref() {
+            let key = Bytes::copy_from_slice(self.merged.key());
+            let mut resolver =
+                VersionResolver::new(covering_seq(&self.tombstones, &key, self.snapshot));
+            while self.merged.valid() && self.merged.key() == key.as_ref() {
+                if self.merged.seq() <= self.snapshot && !resolver.is_done() {
+                    let value = Bytes::copy_from_slice(self.merged.value());
+                    resolver.push(self.merged.seq(), self.merged.kind(), value);
+                }
+                self.merged.next()?;
+            }
+            if let Some(value) = resolver.into_value() {
+                self.current = Some((key.slice(CF_PREFIX_LEN..), value));
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}

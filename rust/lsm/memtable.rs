@@ -1,0 +1,141 @@
+//! The memtable: a lock-free skiplist of internal keys (crossbeam-skiplist), plus the range
+//! tombstones written since the last freeze. A frozen memtable is never written again.
+
+use std::ops::Bound;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+
+use crate::Result;
+use crate::lsm::iterator::InternalIterator;
+use crate::lsm::key::{InternalKey, SeqNo, ValueKind};
+use crate::lsm::range_tombstone::RangeTombstone;
+
+/// Per-entry bookkeeping of the skiplist (node, tower, Bytes headers), so that the memtable budget
+/// tracks real memory and not just payload bytes.
+const ENTRY_OVERHEAD: u64 = 96;
+
+#[derive(Default)]
+pub struct MemTable {
+    map: SkipMap<InternalKey, Bytes>,
+    approximate_bytes: AtomicU64,
+    tombstones: Mutex<Vec<RangeTombstone>>,
+}
+
+impl MemTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&self, key: Bytes, seq: SeqNo, kind: ValueKind, value: Bytes) {
+        let bytes = key.len() as u64 + value.len() as u64 + ENTRY_OVERHEAD;
+        self.map.insert(InternalKey::new(key, seq, kind), value);
+        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn add_tombstone(&self, tombstone: RangeTombstone) {
+        let bytes = (tombstone.start.len() + tombstone.end.len()) as u64 + ENTRY_OVERHEAD;
+        self.tombstones.lock().unwrap().push(tombstone);
+        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn tombstones(&self) -> Vec<RangeTombstone> {
+        self.tombstones.lock().unwrap().clone()
+    }
+
+    pub fn approximate_bytes(&self) -> u64 {
+        self.approximate_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty() && self.tombstones.lock().unwrap().is_empty()
+    }
+
+    /// Versions of `key` visible at `snapshot`, newest first, up to and including the first Put or
+    /// Delete (older versions cannot matter).
+    pub fn get(&self, key: &[u8], snapshot: SeqNo) -> Vec<(SeqNo, ValueKind, Bytes)> {
+        let start = InternalKey::new(Bytes::copy_from_slice(key), snapshot, ValueKind::Merge);
+        let mut out = Vec::new();
+        for entry in self.map.range(start..) {
+            if entry.key().user_key.as_ref() != key {
+                break;
+            }
+            let kind = entry.key().kind;
+            out.push((entry.key().seq, kind, entry.value().clone()));
+            if kind != ValueKind::Merge {
+                break;
+            }
+        }
+        out
+    }
+
+    pub fn iter(self: &std::sync::Arc<Self>) -> MemTableIterator {
+        MemTableIterator {
+            table: self.clone(),
+            current: None,
+        }
+    }
+}
+
+/// Walks a memtable in internal order. It re-seeks from the current key on each step, which keeps
+/// it free of borrows into the skiplist so it can own an `Arc<MemTable>`.
+pub struct MemTableIterator {
+    table: std::sync::Arc<MemTable>,
+    current: Option<(InternalKey, Bytes)>,
+}
+
+impl MemTableIterator {
+    fn position(&mut self, bound: Bound<&InternalKey>) {
+        self.current = self
+            .table
+            .map
+            .lower_bound(bound)
+            .map(|e| (e.key().clone(), e.value().clone()));
+    }
+}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn key(&self) -> &[u8] {
+        &self
+            .current
+            .as_ref()
+            .expect("iterator not valid")
+            .0
+            .user_key
+    }
+
+    fn seq(&self) -> SeqNo {
+        self.current.as_ref().expect("iterator not valid").0.seq
+    }
+
+    fn kind(&self) -> ValueKind {
+        self.current.as_ref().expect("iterator not valid").0.kind
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.current.as_ref().expect("iterator not valid").1
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some((key, _)) = self.current.take() {
+            self.position(Bound::Excluded(&key));
+        }
+        Ok(())
+    }
+
+    fn seek(&mut self, user_key: &[u8]) -> Result<()> {
+        let target = InternalKey::new(
+            Bytes::copy_from_slice(user_key),
+            crate::lsm::key::MAX_SEQ,
+            ValueKind::Merge,
+        );
+        self.position(Bound::Included(&target));
+        Ok(())
+    }
+}

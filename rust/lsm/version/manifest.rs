@@ -1,0 +1,284 @@
+//! The manifest: a full snapshot of the database's durable state (files per level, range
+//! tombstones, column families, counters), written as a new file `MANIFEST-<n>` on every change
+//! with put-if-absent. The highest-numbered manifest is the database; there is no log to replay
+//! and no rename, which object stores do not have atomically. Layout:
+//! `magic u64 | format u32 | body | crc32c(body) u32`, integers little-endian.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::lsm::key::SeqNo;
+use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::sst::TableProperties;
+use crate::storage::{Storage, WriteMode};
+use crate::{Error, Result};
+
+const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
+const FORMAT_VERSION: u32 = 1;
+const PREFIX: &str = "MANIFEST-";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRecord {
+    pub level: u8,
+    pub number: u64,
+    pub path: String,
+    pub size: u64,
+    pub props: TableProperties,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManifestData {
+    /// Every sequence number in the files is <= this; a reopened database continues after it.
+    pub last_seq: SeqNo,
+    pub next_file_number: u64,
+    pub next_cf_id: u32,
+    pub column_families: Vec<(String, u32)>,
+    pub tombstones: Vec<RangeTombstone>,
+    pub files: Vec<FileRecord>,
+}
+
+pub fn manifest_path(number: u64) -> String {
+    format!("{PREFIX}{number:012}")
+}
+
+fn manifest_number(path: &str) -> Option<u64> {
+    path.strip_prefix(PREFIX)?.parse().ok()
+}
+
+/// Writes manifest `number`; fails if it exists (another writer got there first).
+pub async fn write_manifest(storage: &dyn Storage, number: u64, data: &ManifestData) -> Result<()> {
+    storage
+        .put(&manifest_path(number), encode(data), WriteMode::CreateNew)
+        .await
+}
+
+/// The newest manifest and its number, or None for an empty directory.
+pub async fn read_latest_manifest(storage: &dyn Storage) -> Result<Option<(u64, ManifestData)>> {
+    let newest = storage
+        .list("")
+        .await?
+        .iter()
+        .filter(|f| !f.path.contains('/'))
+        .filter_map(|f| manifest_number(&f.path))
+        .max();
+    let Some(number) = newest else {
+        return Ok(None);
+    };
+    let path = manifest_path(number);
+    let bytes = storage.read(&path).await?;
+    Ok(Some((number, decode(&path, bytes)?)))
+}
+
+/// Deletes manifests older than `keep_from`.
+pub async fn delete_manifests_before(storage: &dyn Storage, keep_from: u64) -> Result<()> {
+    for file in storage.list("").await? {
+        if manifest_number(&file.path).is_some_and(|n| n < keep_from) {
+            storage.delete(&file.path).await?;
+        }
+    }
+    Ok(())
+}
+
+pub fn encode(data: &ManifestData) -> Bytes {
+    let mut body = BytesMut::new();
+    body.put_u64_le(data.last_seq);
+    body.put_u64_le(data.next_file_number);
+    body.put_u32_le(data.next_cf_id);
+    body.put_u32_le(data.column_families.len() as u32);
+    for (name, id) in &data.column_families {
+        put_bytes(&mut body, name.as_bytes());
+        body.put_u32_le(*id);
+    }
+    body.put_u32_le(data.tombstones.len() as u32);
+    for t in &data.tombstones {
+        put_bytes(&mut body, &t.start);
+        put_bytes(&mut body, &t.end);
+        body.put_u64_le(t.seq);
+    }
+    body.put_u32_le(data.files.len() as u32);
+    for f in &data.files {
+        body.put_u8(f.level);
+        body.put_u64_le(f.number);
+        put_bytes(&mut body, f.path.as_bytes());
+        body.put_u64_le(f.size);
+        put_bytes(&mut body, &f.props.smallest_key);
+        put_bytes(&mut body, &f.props.largest_key);
+        body.put_u64_le(f.props.min_seq);
+        body.put_u64_le(f.props.max_seq);
+        body.put_u64_le(f.props.entries);
+        body.put_u64_le(f.props.size);
+    }
+    let mut out = BytesMut::with_capacity(body.len() + 16);
+    out.put_u64_le(MAGIC);
+    out.put_u32_le(FORMAT_VERSION);
+    out.put_slice(&body);
+    out.put_u32_le(crc32c::crc32c(&body));
+    out.freeze()
+}
+
+pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
+    let bad = |offset: usize, msg: &str| Error::corruption(path, offset as u64, msg);
+    if bytes.len() < 16 {
+        return Err(bad(0, "manifest too short"));
+    }
+    let mut header = &bytes[..12];
+    if header.get_u64_le() != MAGIC {
+        return Err(bad(0, "bad manifest magic"));
+    }
+    let version = header.get_u32_le();
+    if version != FORMAT_VERSION {
+        return Err(bad(8, &format!("unsupported manifest format {version}")));
+    }
+    let body = &bytes[12..bytes.len() - 4];
+    let stored_crc = (&bytes[bytes.len() - 4..]).get_u32_le();
+    if crc32c::crc32c(body) != stored_crc {
+        return Err(bad(bytes.len() - 4, "manifest checksum mismatch"));
+    }
+    let mut r = Reader { buf: body, path };
+    let mut data = ManifestData {
+        last_seq: r.u64()?,
+        next_file_number: r.u64()?,
+        next_cf_id: r.u32()?,
+        ..Default::default()
+    };
+    for _ in 0..r.u32()? {
+        let name = r.string()?;
+        data.column_families.push((name, r.u32()?));
+    }
+    for _ in 0..r.u32()? {
+        let (start, end) = (r.bytes()?, r.bytes()?);
+        data.tombstones.push(RangeTombstone {
+            start,
+            end,
+            seq: r.u64()?,
+        });
+    }
+    for _ in 0..r.u32()? {
+        let level = r.u8()?;
+        let number = r.u64()?;
+        let path = r.string()?;
+        let size = r.u64()?;
+        let props = TableProperties {
+            smallest_key: r.bytes()?,
+            largest_key: r.bytes()?,
+            min_seq: r.u64()?,
+            max_seq: r.u64()?,
+            entries: r.u64()?,
+            size: r.u64()?,
+        };
+        data.files.push(FileRecord {
+            level,
+            number,
+            path,
+            size,
+            props,
+        });
+    }
+    if !r.buf.is_empty() {
+        return Err(bad(12, "trailing bytes in manifest body"));
+    }
+    Ok(data)
+}
+
+fn put_bytes(out: &mut BytesMut, bytes: &[u8]) {
+    out.put_u32_le(bytes.len() as u32);
+    out.put_slice(bytes);
+}
+
+/// Bounds-checked reads: a manifest that lies about lengths is corruption, never a panic.
+struct Reader<'a> {
+    buf: &'a [u8],
+    path: &'a str,
+}
+
+impl Reader<'_> {
+    fn need(&self, n: usize) -> Result<()> {
+        if self.buf.len() < n {
+            return Err(Error::corruption(self.path, 0, "manifest body truncated"));
+        }
+        Ok(())
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        self.need(1)?;
+        Ok(self.buf.get_u8())
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        self.need(4)?;
+        Ok(self.buf.get_u32_le())
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        self.need(8)?;
+        Ok(self.buf.get_u64_le())
+    }
+
+    fn bytes(&mut self) -> Result<Bytes> {
+        let len = self.u32()? as usize;
+        self.need(len)?;
+        let out = Bytes::copy_from_slice(&self.buf[..len]);
+        self.buf.advance(len);
+        Ok(out)
+    }
+
+    fn string(&mut self) -> Result<String> {
+        let bytes = self.bytes()?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| Error::corruption(self.path, 0, "manifest string is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ManifestData {
+        ManifestData {
+            last_seq: 42,
+            next_file_number: 7,
+            next_cf_id: 3,
+            column_families: vec![("default".into(), 0), ("counts".into(), 2)],
+            tombstones: vec![RangeTombstone {
+                start: "a".into(),
+                end: "b".into(),
+                seq: 9,
+            }],
+            files: vec![FileRecord {
+                level: 1,
+                number: 5,
+                path: "000005-ab.sst".into(),
+                size: 1234,
+                props: TableProperties {
+                    smallest_key: "k1".into(),
+                    largest_key: "k9".into(),
+                    min_seq: 1,
+                    max_seq: 40,
+                    entries: 10,
+                    size: 1234,
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn roundtrip() {
+        let data = sample();
+        assert_eq!(decode("m", encode(&data)).unwrap(), data);
+    }
+
+    #[test]
+    fn every_flipped_byte_and_truncation_is_detected() {
+        let bytes = encode(&sample());
+        for i in 0..bytes.len() {
+            let mut bad = bytes.to_vec();
+            bad[i] ^= 0x40;
+            assert!(decode("m", bad.into()).is_err(), "flip at {i} not detected");
+        }
+        for len in 0..bytes.len() {
+            assert!(
+                decode("m", bytes.slice(..len)).is_err(),
+                "truncation to {len} not detected"
+            );
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Versions: the immutable set of live SST files per level plus the range tombstones, swapped
+//! atomically on every flush and compaction. A reader or a checkpoint that holds an
+//! `Arc<Version>` (or the files' Arcs) keeps those files alive: a file leaves storage only when it
+//! is out of every version and its last Arc drops.
+
+pub mod manifest;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::lsm::options::NUM_LEVELS;
+use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::sst::{Table, TableProperties};
+use crate::storage::{StorageRef, io_runtime};
+
+/// One live SST file.
+pub struct TableFile {
+    pub number: u64,
+    /// Path relative to the storage root.
+    pub path: String,
+    pub size: u64,
+    pub table: Arc<Table>,
+    obsolete: AtomicBool,
+    storage: StorageRef,
+}
+
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFile")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl TableFile {
+    pub fn new(
+        number: u64,
+        path: String,
+        size: u64,
+        table: Arc<Table>,
+        storage: StorageRef,
+    ) -> Self {
+        TableFile {
+            number,
+            path,
+            size,
+            table,
+            obsolete: AtomicBool::new(false),
+            storage,
+        }
+    }
+
+    pub fn props(&self) -> &TableProperties {
+        self.table.properties()
+    }
+
+    pub fn smallest(&self) -> &[u8] {
+        &self.props().smallest_key
+    }
+
+    pub fn largest(&self) -> &[u8] {
+        &self.props().largest_key
+    }
+
+    pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.smallest() <= largest && smallest <= self.largest()
+    }
+
+    /// Called once a new manifest no longer lists the file: it is deleted when its last user
+    /// (reader, iterator, checkpoint pin) lets go.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            let (storage, path) = (self.storage.clone(), std::mem::take(&mut self.path));
+            // Deleting is I/O; never do it on the thread that happened to drop the last reference.
+            io_runtime().spawn(async move {
+                if let Err(e) = storage.delete(&path).await {
+                    tracing::warn!("cannot delete obsolete file {path}: {e}");
+                }
+            });
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// Level 0 holds flushed files, newest first, possibly overlapping. Deeper levels each hold
+    /// non-overlapping files sorted by smallest key.
+    pub levels: [Vec<Arc<TableFile>>; NUM_LEVELS],
+    pub tombstones: Vec<RangeTombstone>,
+}
+
+impl Version {
+    pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.levels.iter().flatten()
+    }
+
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    /// Files of a sorted level (>= 1) overlapping [smallest, largest].
+    pub fn overlapping(
+        &self,
+        level: usize,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Vec<Arc<TableFile>> {
+        self.levels[level]
+            .iter()
+            .filter(|f| f.overlaps(smallest, largest))
+            .cloned()
+            .collect()
+    }
+
+    /// The file of sorted level `level` (>= 1) whose range holds `key`.
+    pub fn file_for_key(&self, level: usize, key: &[u8]) -> Option<&Arc<TableFile>> {
+        let files = &self.levels[level];
+        let i = files.partition_point(|f| f.largest() < key);
+        files.get(i).filter(|f| f.smallest() <= key)
+    }
+
+    /// Drops tombstones that can no longer delete anything: no file that overlaps them holds an
+    /// entry older than the tombstone. (Memtables only hold newer entries than any flushed
+    /// tombstone, because memtables flush in order.)
+    pub fn forget_spent_tombstones(&mut self) {
+        let levels = &self.levels;
+        self.tombstones.retain(|t| {
+            levels
+                .iter()
+                .flatten()
+                .any(|f| f.props().min_seq < t.seq && t.overlaps(f.smallest(), f.largest()))
+        });
+    }
+}
