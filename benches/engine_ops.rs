@@ -1,1 +1,152 @@
-fn main() {}
+//! Micro benchmarks (B5): get, put, multi_get (100 and 1000 keys) and prefix iteration, ours vs
+//! rust-rocksdb on the same data, both on local disk. `scripts/bench-ratios.py` prints the ratios.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KEYS: u64 = 200_000;
+
+fn key(i: u64) -> Vec<u8> {
+    // Flink-like layout: key group (2 bytes), key, namespace.
+    let mut k = (((i / 1000) % 128) as u16).to_be_bytes().to_vec();
+    k.extend_from_slice(format!("user-{i:010}").as_bytes());
+    k.extend_from_slice(b"ns");
+    k
+}
+
+fn value() -> Vec<u8> {
+    vec![b'v'; 100]
+}
+
+struct Setup {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    ours: Db,
+    cf: ColumnFamily,
+    rocks: rocksdb::DB,
+}
+
+fn setup() -> Setup {
+    let (ours_dir, rocks_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ours = Db::open(
+        &format!("file://{}", ours_dir.path().display()),
+        DbOptions::default(),
+    )
+    .unwrap();
+    let cf = ours.create_cf("bench").unwrap();
+    let rocks = rocksdb::DB::open_default(rocks_dir.path()).unwrap();
+    let mut batch = WriteBatch::new();
+    for i in 0..KEYS {
+        batch.put(&cf, &key(i), &value());
+        rocks.put(key(i), value()).unwrap();
+        if batch.len() == 10_000 {
+            ours.write(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    ours.write(&batch).unwrap();
+    ours.flush().unwrap();
+    ours.compact_all().unwrap();
+    rocks.flush().unwrap();
+    rocks.compact_range::<&[u8], &[u8]>(None, None);
+    Setup {
+        _dirs: (ours_dir, rocks_dir),
+        ours,
+        cf,
+        rocks,
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let s = setup();
+    let mut rng = StdRng::seed_from_u64(7);
+
+    let mut group = c.benchmark_group("get");
+    group.bench_function("ours", |b| {
+        b.iter(|| black_box(s.ours.get(&s.cf, &key(rng.random_range(0..KEYS))).unwrap()))
+    });
+    group.bench_function("rocksdb", |b| {
+        b.iter(|| black_box(s.rocks.get(key(rng.random_range(0..KEYS))).unwrap()))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("put");
+    group.bench_function("ours", |b| {
+        b.iter(|| {
+            s.ours
+                .put(&s.cf, &key(rng.random_range(0..KEYS)), &value())
+                .unwrap()
+        })
+    });
+    group.bench_function("rocksdb", |b| {
+        b.iter(|| {
+            s.rocks
+                .put(key(rng.random_range(0..KEYS)), value())
+                .unwrap()
+        })
+    });
+    group.finish();
+
+    for n in [100usize, 1000] {
+        let mut group = c.benchmark_group(format!("multi_get_{n}"));
+        group.bench_function(BenchmarkId::from_parameter("ours"), |b| {
+            b.iter(|| {
+                let keys: Vec<Vec<u8>> = (0..n).map(|_| key(rng.random_range(0..KEYS))).collect();
+                let request: Vec<(&ColumnFamily, &[u8])> =
+                    keys.iter().map(|k| (&s.cf, k.as_slice())).collect();
+                black_box(s.ours.multi_get(&request).unwrap())
+            })
+        });
+        group.bench_function(BenchmarkId::from_parameter("rocksdb"), |b| {
+            b.iter(|| {
+                let keys: Vec<Vec<u8>> = (0..n).map(|_| key(rng.random_range(0..KEYS))).collect();
+                black_box(s.rocks.multi_get(keys.iter()))
+            })
+        });
+        group.finish();
+    }
+
+    // Prefix iteration: all keys of one key group's first 100 users (a Flink map state scan).
+    let mut group = c.benchmark_group("prefix_iter_100");
+    let prefix = |i: u64| {
+        let k = key(i);
+        k[..k.len() - 4].to_vec() // key group + "user-000000xx"
+    };
+    group.bench_function("ours", |b| {
+        b.iter(|| {
+            let p = prefix(rng.random_range(0..KEYS / 100) * 100);
+            let mut it = s.ours.iter_prefix(&s.cf, &p).unwrap();
+            let mut n = 0;
+            while it.valid() {
+                n += it.value().len();
+                it.advance().unwrap();
+            }
+            black_box(n)
+        })
+    });
+    group.bench_function("rocksdb", |b| {
+        b.iter(|| {
+            let p = prefix(rng.random_range(0..KEYS / 100) * 100);
+            let mut n = 0;
+            for item in s.rocks.prefix_iterator(&p) {
+                let (k, v) = item.unwrap();
+                if !k.starts_with(&p) {
+                    break;
+                }
+                n += v.len();
+            }
+            black_box(n)
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = engine;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(engine);

@@ -582,14 +582,17 @@ async fn load_version(
     data: &ManifestData,
 ) -> Result<Version> {
     let opens = data.files.iter().map(|record| async move {
-        let table = Table::open(
+        let opened = Table::open(
             storage.clone(),
             record.path.clone(),
             record.size,
             cache.clone(),
         )
-        .await?;
-        Ok::<_, Error>((record, table))
+        .await;
+        match opened {
+            Ok(table) => Ok((record, table)),
+            Err(e) => Err(explain_open_failure(storage, record, e).await),
+        }
     });
     let mut version = Version {
         tombstones: data.tombstones.clone(),
@@ -613,6 +616,22 @@ async fn load_version(
         )));
     }
     Ok(version)
+}
+
+/// A file shorter or longer than the manifest says is damaged, whatever error reading it gave
+/// (stores differ: an invalid range, a short read...). Only probed on the failure path.
+async fn explain_open_failure(storage: &StorageRef, record: &FileRecord, error: Error) -> Error {
+    match storage.size(&record.path).await {
+        Ok(actual) if actual != record.size => Error::corruption(
+            &record.path,
+            actual,
+            format!(
+                "file is {actual} bytes but the manifest recorded {}",
+                record.size
+            ),
+        ),
+        _ => error,
+    }
 }
 
 fn validate(options: &DbOptions) -> Result<()> {

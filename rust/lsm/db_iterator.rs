@@ -116,7 +116,8 @@ impl DbIterator {
         self.settle()
     }
 
-    pub fn next(&mut self) -> Result<()> {
+    /// Moves to the next visible key.
+    pub fn advance(&mut self) -> Result<()> {
         if self.current.is_some() {
             self.settle()?;
         }
