@@ -1,13 +1,14 @@
 //! A wrapper that makes any storage behave like a remote DFS for benchmarks and tests: each call
-//! first waits `per_call + bytes * per_byte`. The wait is an async timer, not a blocked thread, so
+//! first waits `per_call + bytes * per_byte`. The wait is an async delay, not a blocked thread, so
 //! concurrent calls overlap the way requests in flight to S3 do (1000 parallel reads cost about
 //! one latency, not 1000).
 //!
-//! Tokio timers have 1 ms granularity: the deadline is rounded up to the next millisecond tick and
-//! the driver's epoll wait rounds up again, so every wait runs about 1 ms long. Measured here
-//! (`timer_granularity` prints it): 0.1 ms -> 1.2 ms, 1 ms -> 2.1 ms, 1.5 ms -> 2.6 ms,
-//! 5 ms -> 6.1 ms, where `std::thread::sleep` is within 0.1 ms. To model a DFS with latency L,
-//! configure about L - 1 ms; latencies below 1 ms cannot be modelled.
+//! The wait is `precise_delay::delay`, not `tokio::time::sleep`: tokio's 1 ms timer wheel rounds
+//! every deadline up, so every sleep ran about 1 ms long (1.5 ms asked -> 2.6 ms measured) and
+//! FLIP-423's 1.5 ms HDFS latency could not be modelled. The precise delay never finishes early
+//! and alone overshoots by under 0.1 ms (1.5 ms -> 1.58 ms); when 1000 finish at once, polling
+//! them all on the two I/O workers adds a few tenths of a millisecond (1.5 ms -> 1.8-2.1 ms
+//! mean). `timer_granularity` prints both timers.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::precise_delay::delay;
 use super::{FileInfo, FileWriter, Storage, StorageRef, WriteMode};
 use crate::Result;
 
@@ -85,10 +87,8 @@ impl Counters {
 }
 
 async fn wait(latency: Latency, bytes: u64) {
-    let cost = latency.cost(bytes);
-    if !cost.is_zero() {
-        tokio::time::sleep(cost).await;
-    }
+    // A zero cost completes on the first poll.
+    delay(latency.cost(bytes)).await;
 }
 
 #[derive(Debug)]
@@ -175,10 +175,7 @@ impl Storage for LatencyStorage {
         wait(self.latency, 0).await;
         let data = self.inner.read(path).await?;
         self.counters.read(data.len() as u64);
-        let transfer = self.latency.cost(data.len() as u64) - self.latency.per_call;
-        if !transfer.is_zero() {
-            tokio::time::sleep(transfer).await;
-        }
+        delay(self.latency.cost(data.len() as u64) - self.latency.per_call).await;
         Ok(data)
     }
 
@@ -244,45 +241,56 @@ impl FileWriter for LatencyWriter {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::time::Instant;
 
     use super::*;
-    use crate::storage::block_on;
+    use crate::storage::{block_on, io_runtime};
 
-    /// Prints how long tokio sleeps really take, from `block_on`, from a spawned task and, for
-    /// comparison, a thread sleep; no assertion on time because CI machines are noisy.
+    /// Prints how long precise delays and tokio sleeps really take, one at a time and 1000 at once;
+    /// no assertion on time because CI machines are noisy.
     #[test]
     fn timer_granularity() {
         for micros in [100u64, 500, 1000, 1500, 2000, 5000] {
             let asked = Duration::from_micros(micros);
-            let rounds = 20;
-            let took = block_on(async {
-                let start = Instant::now();
-                for _ in 0..rounds {
-                    tokio::time::sleep(asked).await;
-                }
-                start.elapsed() / rounds
-            });
-            println!("tokio sleep {asked:?} took {took:?} on average");
-            let spawned = block_on(async {
-                crate::storage::io_runtime()
-                    .spawn(async move {
-                        let start = Instant::now();
-                        for _ in 0..rounds {
-                            tokio::time::sleep(asked).await;
-                        }
-                        start.elapsed() / rounds
-                    })
-                    .await
-                    .unwrap()
-            });
-            println!("  spawned: {spawned:?}");
+            println!("asked {asked:?}");
+            measure("precise delay", asked, delay);
+            measure("tokio sleep", asked, tokio::time::sleep);
+        }
+    }
+
+    fn measure<F>(name: &str, asked: Duration, wait: fn(Duration) -> F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let rounds = 20;
+        let single = block_on(async {
             let start = Instant::now();
             for _ in 0..rounds {
-                std::thread::sleep(asked);
+                wait(asked).await;
             }
-            println!("  thread::sleep: {:?}", start.elapsed() / rounds);
-        }
+            start.elapsed() / rounds
+        });
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..1000)
+            .map(|_| {
+                io_runtime().spawn(async move {
+                    let start = Instant::now();
+                    wait(asked).await;
+                    start.elapsed()
+                })
+            })
+            .collect();
+        let each: Vec<Duration> = block_on(futures::future::join_all(tasks))
+            .into_iter()
+            .map(|took| took.unwrap())
+            .collect();
+        let wall = start.elapsed();
+        let mean = each.iter().sum::<Duration>() / each.len() as u32;
+        let max = each.iter().max().unwrap();
+        println!(
+            "  {name:13}: single {single:?}; 1000 concurrent: each {mean:?} mean, {max:?} max, all {wall:?}"
+        );
     }
 
     #[test]

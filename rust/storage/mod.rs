@@ -8,6 +8,7 @@ mod fault;
 mod latency;
 mod object_store;
 mod open;
+mod precise_delay;
 mod runtime;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
