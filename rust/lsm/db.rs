@@ -561,6 +561,7 @@ impl DbInner {
                         path: f.path.clone(),
                         size: f.size,
                         props: f.props().clone(),
+                        tombstones_applied_through: f.tombstones_applied_through,
                     })
                 })
                 .collect(),
@@ -612,6 +613,7 @@ async fn load_version(
             record.path.clone(),
             record.size,
             Arc::new(table),
+            record.tombstones_applied_through,
             storage.clone(),
         )));
     }

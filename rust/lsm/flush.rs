@@ -40,7 +40,8 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
 
 fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     let tombstones = memtable.tombstones();
-    let mut sink = TableSink::new(db);
+    let applied_through = tombstones.iter().map(|t| t.seq).max().unwrap_or(0);
+    let mut sink = TableSink::new(db, applied_through);
     // Not bottommost: older versions of these keys may live in files.
     collapse_into(&mut memtable.iter(), &tombstones, false, &mut sink)?;
     let files = sink.finish()?;

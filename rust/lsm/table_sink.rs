@@ -16,14 +16,17 @@ pub struct TableSink<'a> {
     db: &'a DbInner,
     builder: Option<TableBuilder>,
     outputs: Vec<Arc<TableFile>>,
+    tombstones_applied_through: SeqNo,
 }
 
 impl<'a> TableSink<'a> {
-    pub fn new(db: &'a DbInner) -> Self {
+    /// `tombstones_applied_through`: see `TableFile`; the caller drops what those tombstones cover.
+    pub fn new(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
         TableSink {
             db,
             builder: None,
             outputs: Vec::new(),
+            tombstones_applied_through,
         }
     }
 
@@ -76,6 +79,7 @@ impl<'a> TableSink<'a> {
             path,
             size,
             Arc::new(table),
+            self.tombstones_applied_through,
             storage,
         )));
         Ok(())

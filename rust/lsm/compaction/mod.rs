@@ -129,7 +129,7 @@ fn merge_and_install(
     output_level: usize,
 ) -> Result<()> {
     let mut merged = MergingIterator::new(children);
-    let mut sink = TableSink::new(db);
+    let mut sink = TableSink::new(db, version.max_tombstone_seq());
     collapse_into(&mut merged, &version.tombstones, bottommost, &mut sink)?;
     let outputs = sink.finish()?;
     let installed = db.install_version(

@@ -23,6 +23,7 @@ pub struct FileRecord {
     pub path: String,
     pub size: u64,
     pub props: TableProperties,
+    pub tombstones_applied_through: SeqNo,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -106,6 +107,7 @@ pub fn encode(data: &ManifestData) -> Bytes {
         body.put_u64_le(f.props.max_seq);
         body.put_u64_le(f.props.entries);
         body.put_u64_le(f.props.size);
+        body.put_u64_le(f.tombstones_applied_through);
     }
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_u64_le(MAGIC);
@@ -165,12 +167,14 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             entries: r.u64()?,
             size: r.u64()?,
         };
+        let tombstones_applied_through = r.u64()?;
         data.files.push(FileRecord {
             level,
             number,
             path,
             size,
             props,
+            tombstones_applied_through,
         });
     }
     if !r.buf.is_empty() {
@@ -256,6 +260,7 @@ mod tests {
                     entries: 10,
                     size: 1234,
                 },
+                tombstones_applied_through: 9,
             }],
         }
     }

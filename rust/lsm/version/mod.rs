@@ -8,6 +8,7 @@ pub mod manifest;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::{Table, TableProperties};
@@ -20,6 +21,9 @@ pub struct TableFile {
     pub path: String,
     pub size: u64,
     pub table: Arc<Table>,
+    /// Every range tombstone with a sequence number up to this was applied when the file was
+    /// written: the file holds no entry such a tombstone covers.
+    pub tombstones_applied_through: SeqNo,
     obsolete: AtomicBool,
     storage: StorageRef,
 }
@@ -39,6 +43,7 @@ impl TableFile {
         path: String,
         size: u64,
         table: Arc<Table>,
+        tombstones_applied_through: SeqNo,
         storage: StorageRef,
     ) -> Self {
         TableFile {
@@ -46,9 +51,17 @@ impl TableFile {
             path,
             size,
             table,
+            tombstones_applied_through,
             obsolete: AtomicBool::new(false),
             storage,
         }
+    }
+
+    /// True if the file can hold an entry that `tombstone` deletes.
+    pub fn may_hold_entries_deleted_by(&self, tombstone: &RangeTombstone) -> bool {
+        self.tombstones_applied_through < tombstone.seq
+            && self.props().min_seq < tombstone.seq
+            && tombstone.overlaps(self.smallest(), self.largest())
     }
 
     pub fn props(&self) -> &TableProperties {
@@ -126,16 +139,21 @@ impl Version {
         files.get(i).filter(|f| f.smallest() <= key)
     }
 
-    /// Drops tombstones that can no longer delete anything: no file that overlaps them holds an
-    /// entry older than the tombstone. (Memtables only hold newer entries than any flushed
-    /// tombstone, because memtables flush in order.)
+    /// Drops tombstones that can no longer delete anything: no file may hold an entry they cover.
+    /// (Memtables only hold entries newer than any flushed tombstone: memtables flush in order.)
     pub fn forget_spent_tombstones(&mut self) {
         let levels = &self.levels;
         self.tombstones.retain(|t| {
             levels
                 .iter()
                 .flatten()
-                .any(|f| f.props().min_seq < t.seq && t.overlaps(f.smallest(), f.largest()))
+                .any(|f| f.may_hold_entries_deleted_by(t))
         });
+    }
+
+    /// Highest sequence number among the range tombstones. Compaction applies all of them, and
+    /// every unspent tombstone up to this one is among them (they arrive in order by flush).
+    pub fn max_tombstone_seq(&self) -> SeqNo {
+        self.tombstones.iter().map(|t| t.seq).max().unwrap_or(0)
     }
 }
