@@ -31,11 +31,8 @@ struct Setup {
 
 fn setup() -> Setup {
     let (ours_dir, rocks_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let ours = Db::open(
-        &format!("file://{}", ours_dir.path().display()),
-        DbOptions::default(),
-    )
-    .unwrap();
+    let ours =
+        Db::open(&format!("file://{}", ours_dir.path().display()), DbOptions::default()).unwrap();
     let cf = ours.create_cf("bench").unwrap();
     let rocks = rocksdb::DB::open_default(rocks_dir.path()).unwrap();
     let mut batch = WriteBatch::new();
@@ -52,12 +49,7 @@ fn setup() -> Setup {
     ours.compact_all().unwrap();
     rocks.flush().unwrap();
     rocks.compact_range::<&[u8], &[u8]>(None, None);
-    Setup {
-        _dirs: (ours_dir, rocks_dir),
-        ours,
-        cf,
-        rocks,
-    }
+    Setup { _dirs: (ours_dir, rocks_dir), ours, cf, rocks }
 }
 
 fn benches(c: &mut Criterion) {
@@ -75,18 +67,10 @@ fn benches(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("put");
     group.bench_function("ours", |b| {
-        b.iter(|| {
-            s.ours
-                .put(&s.cf, &key(rng.random_range(0..KEYS)), &value())
-                .unwrap()
-        })
+        b.iter(|| s.ours.put(&s.cf, &key(rng.random_range(0..KEYS)), &value()).unwrap())
     });
     group.bench_function("rocksdb", |b| {
-        b.iter(|| {
-            s.rocks
-                .put(key(rng.random_range(0..KEYS)), value())
-                .unwrap()
-        })
+        b.iter(|| s.rocks.put(key(rng.random_range(0..KEYS)), value()).unwrap())
     });
     group.finish();
 

@@ -19,18 +19,11 @@ const VALUE_PAD: usize = 92; // count (8 bytes) + padding: ~100-byte values like
 const BATCH: usize = 1000;
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn word(i: u64) -> Vec<u8> {
-    format!(
-        "word-{:012}",
-        i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1_000_000_000_000
-    )
-    .into_bytes()
+    format!("word-{:012}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1_000_000_000_000).into_bytes()
 }
 
 fn encode(count: u64) -> Vec<u8> {
@@ -45,10 +38,7 @@ fn decode(v: Option<&[u8]>) -> u64 {
 
 fn options() -> DbOptions {
     // A block cache much smaller than the state, so reads really go to storage.
-    DbOptions {
-        block_cache_bytes: 16 << 20,
-        ..DbOptions::default()
-    }
+    DbOptions { block_cache_bytes: 16 << 20, ..DbOptions::default() }
 }
 
 struct Ours {
@@ -95,11 +85,7 @@ impl Ours {
             let mut updates = std::collections::HashMap::new();
             let mut batch = WriteBatch::new();
             for (w, c) in words.iter().zip(counts) {
-                let count = updates
-                    .get(w)
-                    .copied()
-                    .unwrap_or_else(|| decode(c.as_deref()))
-                    + 1;
+                let count = updates.get(w).copied().unwrap_or_else(|| decode(c.as_deref())) + 1;
                 updates.insert(w.clone(), count);
                 batch.put(&self.cf, w, &encode(count));
             }
@@ -142,18 +128,12 @@ fn main() {
             let count = decode(db.get(&w).unwrap().as_deref());
             db.put(&w, encode(count + 1)).unwrap();
         }
-        rows.push((
-            "(1) rocksdb, local disk, get+put per record",
-            rate(records, start.elapsed()),
-        ));
+        rows.push(("(1) rocksdb, local disk, get+put per record", rate(records, start.elapsed())));
     }
 
     let dfs = |name: &str| -> (StorageRef, Arc<LatencyStorage>) {
-        let inner = open_storage(
-            &format!("memory://wordcount-{name}"),
-            &StorageOptions::default(),
-        )
-        .unwrap();
+        let inner = open_storage(&format!("memory://wordcount-{name}"), &StorageOptions::default())
+            .unwrap();
         let slow = Arc::new(LatencyStorage::new(inner, Latency::per_call(latency)));
         (slow.clone(), slow)
     };
@@ -169,10 +149,7 @@ fn main() {
         let elapsed = start.elapsed();
         let per_record = (slow.stats().calls - calls_before) as f64 / slow_records as f64;
         println!("    row 2: {per_record:.2} storage requests per record");
-        rows.push((
-            "(2) ours, DFS, one record at a time",
-            rate(slow_records, elapsed),
-        ));
+        rows.push(("(2) ours, DFS, one record at a time", rate(slow_records, elapsed)));
 
         let calls_before = slow.stats().calls;
         let start = Instant::now();
@@ -183,28 +160,20 @@ fn main() {
             "    row 3: {per_record:.2} storage requests per record; block cache {:?}",
             ours.db.stats().block_cache_hits
         );
-        rows.push((
-            "(3) ours, DFS, 1000 records per batch, no disk cache",
-            rate(records, elapsed),
-        ));
+        rows.push(("(3) ours, DFS, 1000 records per batch, no disk cache", rate(records, elapsed)));
     }
 
     // (5) ours on local disk, batched.
     {
         let dir = tempfile::tempdir().unwrap();
-        let storage = open_storage(
-            &format!("file://{}", dir.path().display()),
-            &StorageOptions::default(),
-        )
-        .unwrap();
+        let storage =
+            open_storage(&format!("file://{}", dir.path().display()), &StorageOptions::default())
+                .unwrap();
         let ours = Ours::fill(storage, keys);
         let mut rng = StdRng::seed_from_u64(3);
         let start = Instant::now();
         ours.batched(records, keys, &mut rng);
-        rows.push((
-            "(5) ours, local disk, batched",
-            rate(records, start.elapsed()),
-        ));
+        rows.push(("(5) ours, local disk, batched", rate(records, start.elapsed())));
     }
 
     let baseline = rows[0].1;

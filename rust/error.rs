@@ -10,11 +10,7 @@ pub enum Error {
     Io { path: String, message: String },
     /// A file exists but its bytes are not what was written: bad checksum, bad magic, truncation.
     #[error("corruption in {file} at offset {offset}: {message}")]
-    Corruption {
-        file: String,
-        offset: u64,
-        message: String,
-    },
+    Corruption { file: String, offset: u64, message: String },
     /// The file does not exist.
     #[error("not found: {0}")]
     NotFound(String),
@@ -30,18 +26,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn io(path: impl fmt::Display, message: impl fmt::Display) -> Self {
-        Error::Io {
-            path: path.to_string(),
-            message: message.to_string(),
-        }
+        Error::Io { path: path.to_string(), message: message.to_string() }
     }
 
     pub fn corruption(file: impl fmt::Display, offset: u64, message: impl fmt::Display) -> Self {
-        Error::Corruption {
-            file: file.to_string(),
-            offset,
-            message: message.to_string(),
-        }
+        Error::Corruption { file: file.to_string(), offset, message: message.to_string() }
     }
 
     pub fn invalid(message: impl fmt::Display) -> Self {

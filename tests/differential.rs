@@ -54,9 +54,7 @@ impl Oracle {
             cf_opts.set_merge_operator_associative("list_append", list_append);
             ColumnFamilyDescriptor::new(*name, cf_opts)
         });
-        Oracle {
-            db: rocksdb::DB::open_cf_descriptors(&opts, dir, cfs).expect("open rocksdb"),
-        }
+        Oracle { db: rocksdb::DB::open_cf_descriptors(&opts, dir, cfs).expect("open rocksdb") }
     }
 
     fn cf(&self, i: usize) -> &rocksdb::ColumnFamily {
@@ -123,11 +121,7 @@ fn run(seed: u64, ops: u64) {
             3000..5500 => {
                 let k = key(&mut rng);
                 let expected = oracle.db.get_cf(oracle.cf(family), &k).unwrap();
-                let actual = ours
-                    .db
-                    .get(&ours.cfs[family], &k)
-                    .unwrap()
-                    .map(|b| b.to_vec());
+                let actual = ours.db.get(&ours.cfs[family], &k).unwrap().map(|b| b.to_vec());
                 assert_eq!(
                     actual,
                     expected,
@@ -183,10 +177,8 @@ fn run(seed: u64, ops: u64) {
                     .into_iter()
                     .map(|r| r.unwrap())
                     .collect();
-                let ours_keys: Vec<(&ColumnFamily, &[u8])> = keys
-                    .iter()
-                    .map(|(f, k)| (&ours.cfs[*f], k.as_slice()))
-                    .collect();
+                let ours_keys: Vec<(&ColumnFamily, &[u8])> =
+                    keys.iter().map(|(f, k)| (&ours.cfs[*f], k.as_slice())).collect();
                 let actual: Vec<Option<Vec<u8>>> = ours
                     .db
                     .multi_get(&ours_keys)
@@ -220,10 +212,7 @@ fn run(seed: u64, ops: u64) {
                     actual,
                     expected,
                     "{}",
-                    ctx(&format!(
-                        "prefix scan {:?}",
-                        String::from_utf8_lossy(&prefix)
-                    ))
+                    ctx(&format!("prefix scan {:?}", String::from_utf8_lossy(&prefix)))
                 );
                 "prefix_scan"
             }
@@ -244,10 +233,7 @@ fn run(seed: u64, ops: u64) {
                     .take_while(|k| *k < hi)
                     .take(50)
                     .collect();
-                let mut it = ours
-                    .db
-                    .iter(&ours.cfs[family], Some(&lo), Some(&hi))
-                    .unwrap();
+                let mut it = ours.db.iter(&ours.cfs[family], Some(&lo), Some(&hi)).unwrap();
                 let mut actual = Vec::new();
                 while it.valid() && actual.len() < 50 {
                     actual.push(it.key().to_vec());
@@ -262,10 +248,7 @@ fn run(seed: u64, ops: u64) {
                     let b = key(&mut rng);
                     if a <= b { (a, b) } else { (b, a) }
                 };
-                oracle
-                    .db
-                    .delete_range_cf(oracle.cf(family), &lo, &hi)
-                    .unwrap();
+                oracle.db.delete_range_cf(oracle.cf(family), &lo, &hi).unwrap();
                 ours.db.delete_range(&ours.cfs[family], &lo, &hi).unwrap();
                 "delete_range"
             }
@@ -315,21 +298,11 @@ fn run(seed: u64, ops: u64) {
             actual.push((it.key().to_vec(), it.value().to_vec()));
             it.advance().unwrap();
         }
-        assert_eq!(
-            actual.len(),
-            expected.len(),
-            "seed {seed}: final size of {name}"
-        );
-        assert!(
-            actual == expected,
-            "seed {seed}: final contents of {name} differ"
-        );
+        assert_eq!(actual.len(), expected.len(), "seed {seed}: final size of {name}");
+        assert!(actual == expected, "seed {seed}: final contents of {name} differ");
     }
     let stats = ours.db.stats();
-    println!(
-        "seed {seed}: {ops} ops {counts:?}; files per level {:?}",
-        stats.files_per_level
-    );
+    println!("seed {seed}: {ops} ops {counts:?}; files per level {:?}", stats.files_per_level);
     let touched: BTreeSet<&str> = counts.keys().copied().collect();
     assert!(touched.len() >= 12, "operation mix too narrow: {touched:?}");
 }
@@ -340,10 +313,8 @@ fn million_random_operations_match_rocksdb() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
-    let ops = std::env::var("FORST_DIFF_OPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
+    let ops =
+        std::env::var("FORST_DIFF_OPS").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     println!("differential seed {seed} (replay with FORST_DIFF_SEED={seed})");
     let result = std::panic::catch_unwind(|| run(seed, ops));
     if let Err(panic) = result {

@@ -45,22 +45,16 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
     let db = Db::open_with_storage(storage.clone(), small_options()).unwrap();
     let values = db.create_cf("values").unwrap();
     let lists = db.create_cf("lists").unwrap();
-    assert_eq!(
-        db.create_cf("values").unwrap(),
-        values,
-        "create_cf is idempotent by name"
-    );
+    assert_eq!(db.create_cf("values").unwrap(), values, "create_cf is idempotent by name");
 
     // Point writes and reads across column families; the same key in two families is two keys.
     for i in 0..keys {
         let key = format!("key{i:05}");
-        db.put(&values, key.as_bytes(), format!("v{i}").as_bytes())
-            .unwrap();
+        db.put(&values, key.as_bytes(), format!("v{i}").as_bytes()).unwrap();
         db.merge(&lists, key.as_bytes(), b"a").unwrap();
     }
     for i in (0..keys).step_by(3) {
-        db.merge(&lists, format!("key{i:05}").as_bytes(), b"b")
-            .unwrap();
+        db.merge(&lists, format!("key{i:05}").as_bytes(), b"b").unwrap();
     }
     db.delete(&values, b"key00001").unwrap();
     assert_eq!(db.get(&values, b"key00000").unwrap().unwrap(), "v0");
@@ -79,10 +73,8 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
     assert!(!sst_files(&storage).is_empty(), "flush writes SST files");
 
     // multi_get over both families, served from files now.
-    let probe: Vec<Vec<u8>> = (0..keys)
-        .step_by(7)
-        .map(|i| format!("key{i:05}").into_bytes())
-        .collect();
+    let probe: Vec<Vec<u8>> =
+        (0..keys).step_by(7).map(|i| format!("key{i:05}").into_bytes()).collect();
     let mut request: Vec<(&forst::lsm::ColumnFamily, &[u8])> =
         probe.iter().map(|k| (&values, k.as_slice())).collect();
     request.extend(probe.iter().map(|k| (&lists, k.as_slice())));
@@ -90,17 +82,8 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
     let got = db.multi_get(&request).unwrap();
     for (i, k) in probe.iter().enumerate() {
         let n: usize = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
-        let expected = if n == 1 || n == 2 {
-            None
-        } else {
-            Some(format!("v{n}"))
-        };
-        assert_eq!(
-            got[i]
-                .as_ref()
-                .map(|b| String::from_utf8(b.to_vec()).unwrap()),
-            expected
-        );
+        let expected = if n == 1 || n == 2 { None } else { Some(format!("v{n}")) };
+        assert_eq!(got[i].as_ref().map(|b| String::from_utf8(b.to_vec()).unwrap()), expected);
         let list = if n.is_multiple_of(3) { "a,b" } else { "a" };
         assert_eq!(got[probe.len() + i].as_deref(), Some(list.as_bytes()));
     }
@@ -108,14 +91,8 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
 
     // Iteration with a prefix and with seek.
     let under_key0000 = collect(&db, &values, b"key0000");
-    assert_eq!(
-        under_key0000.len(),
-        8,
-        "key00000..key00009 less two deleted"
-    );
-    let mut it = db
-        .iter(&values, Some(b"key00005"), Some(b"key00008"))
-        .unwrap();
+    assert_eq!(under_key0000.len(), 8, "key00000..key00009 less two deleted");
+    let mut it = db.iter(&values, Some(b"key00005"), Some(b"key00008")).unwrap();
     let mut seen = Vec::new();
     while it.valid() {
         seen.push(String::from_utf8(it.key().to_vec()).unwrap());
@@ -149,10 +126,7 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
     db.put(&values, b"unflushed", b"gone").unwrap();
     let old_files = sst_files(&storage);
     db.close().unwrap();
-    assert!(
-        db.get(&values, b"key00000").is_err(),
-        "use after close is an error"
-    );
+    assert!(db.get(&values, b"key00000").is_err(), "use after close is an error");
     drop(db);
     let db = Db::open_with_storage(storage.clone(), small_options()).unwrap();
     let values = db.cf("values").unwrap();
@@ -185,10 +159,7 @@ fn behaviour_suite(storage: StorageRef, keys: usize) {
 fn suite_on_local_directory() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", dir.path().display());
-    behaviour_suite(
-        open_storage(&url, &StorageOptions::default()).unwrap(),
-        3000,
-    );
+    behaviour_suite(open_storage(&url, &StorageOptions::default()).unwrap(), 3000);
 }
 
 #[test]
@@ -202,10 +173,8 @@ fn suite_on_memory_store() {
 #[test]
 fn suite_on_latency_injected_store() {
     let inner = open_storage("memory://engine-suite-latency", &StorageOptions::default()).unwrap();
-    let slow: StorageRef = Arc::new(LatencyStorage::new(
-        inner,
-        Latency::per_call(Duration::from_micros(1500)),
-    ));
+    let slow: StorageRef =
+        Arc::new(LatencyStorage::new(inner, Latency::per_call(Duration::from_micros(1500))));
     behaviour_suite(slow, 1000);
 }
 

@@ -26,12 +26,7 @@ fn memory(name: &str) -> StorageRef {
 
 fn fill(db: &Db, cf: &forst::lsm::ColumnFamily, range: std::ops::Range<u32>, tag: &str) {
     for i in range {
-        db.put(
-            cf,
-            format!("key{i:06}").as_bytes(),
-            format!("{tag}-{i}").as_bytes(),
-        )
-        .unwrap();
+        db.put(cf, format!("key{i:06}").as_bytes(), format!("{tag}-{i}").as_bytes()).unwrap();
     }
 }
 
@@ -49,14 +44,9 @@ fn only_sst(storage: &StorageRef) -> String {
 /// One flushed SST holding key000000..key002000; returns (storage, sst path, its bytes).
 fn one_table(name: &str) -> (StorageRef, String, Bytes) {
     let storage = memory(name);
-    let db = Db::open_with_storage(
-        storage.clone(),
-        DbOptions {
-            memtable_bytes: 16 << 20,
-            ..options()
-        },
-    )
-    .unwrap();
+    let db =
+        Db::open_with_storage(storage.clone(), DbOptions { memtable_bytes: 16 << 20, ..options() })
+            .unwrap();
     let cf = db.create_cf("s").unwrap();
     fill(&db, &cf, 0..2000, "v");
     db.flush().unwrap();
@@ -111,9 +101,7 @@ fn flipped_byte_in_the_index_or_footer_fails_open() {
         let at = bad.len() - back;
         bad[at] ^= 0x10;
         rewrite(&storage, &path, bad);
-        let err = Db::open_with_storage(storage.clone(), options())
-            .err()
-            .expect("open must fail");
+        let err = Db::open_with_storage(storage.clone(), options()).err().expect("open must fail");
         assert_corruption_names_file(err, &path);
     }
 }
@@ -123,9 +111,7 @@ fn truncated_file_fails_open() {
     let (storage, path, bytes) = one_table("corrupt-truncated");
     for len in [0, 10, bytes.len() / 2, bytes.len() - 1] {
         rewrite(&storage, &path, bytes[..len].to_vec());
-        let err = Db::open_with_storage(storage.clone(), options())
-            .err()
-            .expect("open must fail");
+        let err = Db::open_with_storage(storage.clone(), options()).err().expect("open must fail");
         assert_corruption_names_file(err, &path);
     }
 }
@@ -185,10 +171,7 @@ fn failing_compaction_leaves_the_last_good_version() {
     let base = memory("fault-compaction");
     let faulty = Arc::new(FaultStorage::new(base.clone()));
     // Small output files, so a compaction writes several and a failure can hit any of them.
-    let options = || DbOptions {
-        target_file_bytes: 8 << 10,
-        ..options()
-    };
+    let options = || DbOptions { target_file_bytes: 8 << 10, ..options() };
     let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
     let cf = db.create_cf("s").unwrap();
     for round in 0..4 {
@@ -244,10 +227,7 @@ fn compaction_never_deletes_pinned_files() {
     while pinned.iter().any(|p| exists(p)) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(
-        pinned.iter().all(|p| !exists(p)),
-        "files compacted away are deleted once unpinned"
-    );
+    assert!(pinned.iter().all(|p| !exists(p)), "files compacted away are deleted once unpinned");
     assert_eq!(db.get(&cf, b"key000001").unwrap().unwrap(), "r3-1");
 }
 

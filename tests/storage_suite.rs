@@ -18,10 +18,7 @@ use forst::storage::{
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| {
-            (i as u64)
-                .wrapping_mul(2654435761)
-                .wrapping_add(seed as u64) as u8
-                ^ (i >> 13) as u8
+            (i as u64).wrapping_mul(2654435761).wrapping_add(seed as u64) as u8 ^ (i >> 13) as u8
         })
         .collect()
 }
@@ -81,15 +78,7 @@ async fn small_write_and_read(s: &dyn Storage) {
     assert_eq!(s.size("small/a.sst").await.unwrap(), 11);
 
     // An empty file is a file.
-    assert_eq!(
-        s.create("small/empty")
-            .await
-            .unwrap()
-            .finish()
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(s.create("small/empty").await.unwrap().finish().await.unwrap(), 0);
     assert_eq!(s.size("small/empty").await.unwrap(), 0);
     assert!(s.read("small/empty").await.unwrap().is_empty());
 }
@@ -116,54 +105,36 @@ async fn large_multipart_write(s: &dyn Storage) {
         data.len() as u64 - 5..data.len() as u64,
     ] {
         let got = s.read_range("large/big.sst", range.clone()).await.unwrap();
-        assert!(
-            got == data[range.start as usize..range.end as usize],
-            "{range:?}"
-        );
+        assert!(got == data[range.start as usize..range.end as usize], "{range:?}");
     }
 }
 
 async fn put_modes(s: &dyn Storage) {
-    s.put("put/p", Bytes::from_static(b"one"), WriteMode::Overwrite)
-        .await
-        .unwrap();
-    s.put("put/p", Bytes::from_static(b"two"), WriteMode::Overwrite)
-        .await
-        .unwrap();
+    s.put("put/p", Bytes::from_static(b"one"), WriteMode::Overwrite).await.unwrap();
+    s.put("put/p", Bytes::from_static(b"two"), WriteMode::Overwrite).await.unwrap();
     assert_eq!(s.read("put/p").await.unwrap(), "two");
 
     let message = expect_io(
-        s.put("put/p", Bytes::from_static(b"three"), WriteMode::CreateNew)
-            .await,
+        s.put("put/p", Bytes::from_static(b"three"), WriteMode::CreateNew).await,
         "CreateNew over an existing file",
     );
     assert!(message.contains("exists"), "{message}");
     assert_eq!(s.read("put/p").await.unwrap(), "two");
 
-    s.put("put/q", Bytes::from_static(b"new"), WriteMode::CreateNew)
-        .await
-        .unwrap();
+    s.put("put/q", Bytes::from_static(b"new"), WriteMode::CreateNew).await.unwrap();
     assert_eq!(s.read("put/q").await.unwrap(), "new");
 }
 
 async fn ranges(s: &dyn Storage) {
     let data = pattern(10_000, 2);
-    s.put("ranges/r", Bytes::from(data.clone()), WriteMode::Overwrite)
-        .await
-        .unwrap();
+    s.put("ranges/r", Bytes::from(data.clone()), WriteMode::Overwrite).await.unwrap();
     for range in [0..10_000u64, 0..1, 9_999..10_000, 1234..5678, 5000..5000] {
         let got = s.read_range("ranges/r", range.clone()).await.unwrap();
         assert_eq!(got.len() as u64, range.end - range.start, "{range:?}");
-        assert!(
-            got == data[range.start as usize..range.end as usize],
-            "{range:?}"
-        );
+        assert!(got == data[range.start as usize..range.end as usize], "{range:?}");
     }
     // Past the end: an error, never a silently short buffer.
-    expect_io(
-        s.read_range("ranges/r", 9_990..10_010).await,
-        "range over EOF",
-    );
+    expect_io(s.read_range("ranges/r", 9_990..10_010).await, "range over EOF");
     assert!(s.read_range("ranges/r", 20_000..20_010).await.is_err());
     assert!(is_not_found(s.read_range("ranges/missing", 0..10).await));
     assert!(is_not_found(s.read("ranges/missing").await));
@@ -172,9 +143,7 @@ async fn ranges(s: &dyn Storage) {
 
 async fn listing_is_relative_and_recursive(s: &dyn Storage) {
     for (path, len) in [("l/a", 1usize), ("l/b/c", 2), ("l/b/d/e", 3), ("l2/x", 4)] {
-        s.put(path, Bytes::from(vec![7; len]), WriteMode::Overwrite)
-            .await
-            .unwrap();
+        s.put(path, Bytes::from(vec![7; len]), WriteMode::Overwrite).await.unwrap();
     }
     let expected: BTreeMap<String, u64> = [("l/a", 1), ("l/b/c", 2), ("l/b/d/e", 3)]
         .into_iter()
@@ -182,23 +151,15 @@ async fn listing_is_relative_and_recursive(s: &dyn Storage) {
         .collect();
     assert_eq!(listing(s, "l").await, expected);
     assert_eq!(listing(s, "l/").await, expected);
-    assert_eq!(
-        listing(s, "l/b").await.into_keys().collect::<Vec<_>>(),
-        ["l/b/c", "l/b/d/e"]
-    );
+    assert_eq!(listing(s, "l/b").await.into_keys().collect::<Vec<_>>(), ["l/b/c", "l/b/d/e"]);
     assert!(listing(s, "nothing-here").await.is_empty());
     let all = listing(s, "").await;
-    assert!(
-        all.contains_key("l2/x") && all.contains_key("l/b/d/e"),
-        "{all:?}"
-    );
+    assert!(all.contains_key("l2/x") && all.contains_key("l/b/d/e"), "{all:?}");
     assert!(all.keys().all(|p| !p.starts_with('/')), "{all:?}");
 }
 
 async fn delete_is_idempotent(s: &dyn Storage) {
-    s.put("del/x", Bytes::from_static(b"x"), WriteMode::Overwrite)
-        .await
-        .unwrap();
+    s.put("del/x", Bytes::from_static(b"x"), WriteMode::Overwrite).await.unwrap();
     s.delete("del/x").await.unwrap();
     assert!(is_not_found(s.size("del/x").await));
     s.delete("del/x").await.unwrap();
@@ -207,12 +168,8 @@ async fn delete_is_idempotent(s: &dyn Storage) {
 }
 
 async fn rename_and_copy(s: &dyn Storage) {
-    s.put("mv/a", Bytes::from_static(b"aaa"), WriteMode::Overwrite)
-        .await
-        .unwrap();
-    s.put("mv/b", Bytes::from_static(b"old"), WriteMode::Overwrite)
-        .await
-        .unwrap();
+    s.put("mv/a", Bytes::from_static(b"aaa"), WriteMode::Overwrite).await.unwrap();
+    s.put("mv/b", Bytes::from_static(b"old"), WriteMode::Overwrite).await.unwrap();
     s.rename("mv/a", "mv/b").await.unwrap();
     assert!(is_not_found(s.size("mv/a").await));
     assert_eq!(s.read("mv/b").await.unwrap(), "aaa");
@@ -223,13 +180,7 @@ async fn rename_and_copy(s: &dyn Storage) {
     s.copy("mv/sub/dir/c", "cp/d").await.unwrap();
     assert_eq!(s.read("mv/sub/dir/c").await.unwrap(), "aaa");
     assert_eq!(s.read("cp/d").await.unwrap(), "aaa");
-    s.put(
-        "cp/e",
-        Bytes::from_static(b"replace me"),
-        WriteMode::Overwrite,
-    )
-    .await
-    .unwrap();
+    s.put("cp/e", Bytes::from_static(b"replace me"), WriteMode::Overwrite).await.unwrap();
     s.copy("cp/d", "cp/e").await.unwrap();
     assert_eq!(s.read("cp/e").await.unwrap(), "aaa");
     assert!(is_not_found(s.copy("cp/missing", "cp/f").await));
@@ -256,18 +207,13 @@ async fn unfinished_files_are_invisible(s: &dyn Storage) {
     drop(writer);
     assert!(is_not_found(s.size("wip/dropped").await));
     let mut writer = s.create("wip/dropped-big").await.unwrap();
-    writer
-        .write(Bytes::from(pattern(MULTIPART_PART_SIZE + 1, 4)))
-        .await
-        .unwrap();
+    writer.write(Bytes::from(pattern(MULTIPART_PART_SIZE + 1, 4))).await.unwrap();
     drop(writer);
     assert!(is_not_found(s.size("wip/dropped-big").await));
     assert!(listing(s, "wip").await.is_empty());
 
     // A file being written does not disturb the old version at the same path.
-    s.put("wip/v", Bytes::from_static(b"v1"), WriteMode::Overwrite)
-        .await
-        .unwrap();
+    s.put("wip/v", Bytes::from_static(b"v1"), WriteMode::Overwrite).await.unwrap();
     let mut writer = s.create("wip/v").await.unwrap();
     writer.write(Bytes::from_static(b"v2")).await.unwrap();
     assert_eq!(s.read("wip/v").await.unwrap(), "v1");
@@ -279,10 +225,7 @@ async fn errors_name_the_url(s: &dyn Storage) {
     let url = s.url().trim_end_matches('/').to_string();
     match s.read("err/missing.sst").await {
         Err(Error::NotFound(what)) => {
-            assert!(
-                what.contains(&url) && what.contains("err/missing.sst"),
-                "{what}"
-            )
+            assert!(what.contains(&url) && what.contains("err/missing.sst"), "{what}")
         }
         other => panic!("expected NotFound, got {other:?}"),
     }
@@ -308,11 +251,8 @@ fn file_storage_from_plain_path_creates_the_directory() {
     block_on(storage.put("f", Bytes::from_static(b"1"), WriteMode::CreateNew)).unwrap();
     assert_eq!(std::fs::read(root.join("f")).unwrap(), b"1");
     // Reopening sees the same files.
-    let again = open_storage(
-        &format!("file://{}", root.display()),
-        &StorageOptions::default(),
-    )
-    .unwrap();
+    let again =
+        open_storage(&format!("file://{}", root.display()), &StorageOptions::default()).unwrap();
     assert_eq!(block_on(again.read("f")).unwrap(), "1");
 }
 
@@ -369,11 +309,7 @@ fn latency_storage_overlaps_concurrent_calls_and_counts() {
         (0..reads).map(|i| storage.read_range("f", i * 10..i * 10 + 16)),
     ));
     let elapsed = start.elapsed();
-    assert!(
-        results
-            .iter()
-            .all(|r| r.as_ref().is_ok_and(|b| b.len() == 16))
-    );
+    assert!(results.iter().all(|r| r.as_ref().is_ok_and(|b| b.len() == 16)));
     let serial = per_call * reads as u32;
     println!("{reads} concurrent reads at {per_call:?} each took {elapsed:?} (serial: {serial:?})");
     // Structural, not a benchmark: overlapped calls cost about one latency, serial ones 200.
@@ -390,15 +326,9 @@ fn latency_storage_overlaps_concurrent_calls_and_counts() {
         writer.write(Bytes::from_static(b"abc")).await.unwrap();
         writer.finish().await.unwrap();
     });
-    assert!(
-        start.elapsed() >= per_call * 3,
-        "create, write and finish each wait"
-    );
+    assert!(start.elapsed() >= per_call * 3, "create, write and finish each wait");
     let stats = storage.stats();
-    assert_eq!(
-        (stats.calls, stats.writes, stats.bytes_written),
-        (reads + 3, 1, 3)
-    );
+    assert_eq!((stats.calls, stats.writes, stats.bytes_written), (reads + 3, 1, 3));
 }
 
 #[test]
@@ -417,10 +347,7 @@ fn is_injected<T: std::fmt::Debug>(result: forst::Result<T>) -> bool {
 fn fault_storage_fails_the_nth_call() {
     let storage = FaultStorage::new(support::fresh_memory("nth"));
     block_on(async {
-        storage
-            .put("f", Bytes::from_static(b"data"), WriteMode::Overwrite)
-            .await
-            .unwrap();
+        storage.put("f", Bytes::from_static(b"data"), WriteMode::Overwrite).await.unwrap();
         storage.fail_nth(OpKind::Read, 3);
         let outcomes: Vec<bool> = futures::future::join_all((0..5).map(|_| storage.read("f")))
             .await
@@ -455,9 +382,7 @@ fn fault_storage_fails_the_nth_call() {
             storage.fail_nth(kind, 1);
         }
         assert!(is_injected(storage.create("c").await.map(|_| ())));
-        assert!(is_injected(
-            storage.put("p", Bytes::new(), WriteMode::Overwrite).await
-        ));
+        assert!(is_injected(storage.put("p", Bytes::new(), WriteMode::Overwrite).await));
         assert!(is_injected(storage.size("f").await));
         assert!(is_injected(storage.list("").await));
         assert!(is_injected(storage.delete("f").await));
@@ -474,10 +399,7 @@ fn fault_storage_fails_a_seeded_fraction() {
     let run = |seed| {
         let storage = FaultStorage::new(support::fresh_memory("fraction"));
         block_on(async {
-            storage
-                .put("f", Bytes::from_static(b"data"), WriteMode::Overwrite)
-                .await
-                .unwrap();
+            storage.put("f", Bytes::from_static(b"data"), WriteMode::Overwrite).await.unwrap();
             storage.fail_fraction(OpKind::Read, 0.3, seed);
             let mut pattern = Vec::new();
             for _ in 0..1000 {
@@ -491,10 +413,7 @@ fn fault_storage_fails_a_seeded_fraction() {
     };
     let a = run(42);
     let failed = a.iter().filter(|f| **f).count();
-    assert!(
-        (200..400).contains(&failed),
-        "{failed} of 1000 failed at 30%"
-    );
+    assert!((200..400).contains(&failed), "{failed} of 1000 failed at 30%");
     assert_eq!(a, run(42), "same seed, same failures");
     assert_ne!(a, run(43));
 }
@@ -503,28 +422,16 @@ fn fault_storage_fails_a_seeded_fraction() {
 fn fault_storage_short_reads_are_detected() {
     let storage = FaultStorage::new(support::fresh_memory("short"));
     block_on(async {
-        storage
-            .put("f", Bytes::from(pattern(1000, 5)), WriteMode::Overwrite)
-            .await
-            .unwrap();
+        storage.put("f", Bytes::from(pattern(1000, 5)), WriteMode::Overwrite).await.unwrap();
         storage.short_reads(1.0, 1);
         let got = storage.read_range("f", 100..300).await.unwrap();
         assert!(got.len() < 200, "short read injected");
-        let message = expect_io(
-            read_range_exact(&storage, "f", 100..300).await,
-            "short read",
-        );
+        let message = expect_io(read_range_exact(&storage, "f", 100..300).await, "short read");
         assert!(message.contains("short read"), "{message}");
         assert!(storage.read("f").await.unwrap().len() < 1000);
         assert_eq!(storage.short_reads_returned(), 3);
         storage.clear();
-        assert_eq!(
-            read_range_exact(&storage, "f", 100..300)
-                .await
-                .unwrap()
-                .len(),
-            200
-        );
+        assert_eq!(read_range_exact(&storage, "f", 100..300).await.unwrap().len(), 200);
     });
 }
 
@@ -542,9 +449,7 @@ fn s3_large_files_use_multipart_upload() {
     let options = support::s3_options();
     let storage = open_storage(&url, &options).unwrap();
     let (_, bucket) = support::s3();
-    let prefix = url
-        .trim_start_matches(&format!("s3://{bucket}/"))
-        .to_string();
+    let prefix = url.trim_start_matches(&format!("s3://{bucket}/")).to_string();
     let raw = AmazonS3Builder::new()
         .with_bucket_name(&bucket)
         .with_endpoint(options.s3_endpoint.clone().unwrap())
@@ -559,22 +464,9 @@ fn s3_large_files_use_multipart_upload() {
         write_file(storage.as_ref(), "big", &data, 3 * 1024 * 1024).await;
         write_file(storage.as_ref(), "small", &data[..1000], 100).await;
         // S3 marks multipart objects with "-<parts>" after the ETag digest.
-        let big = raw
-            .head(&Path::from(format!("{prefix}/big")))
-            .await
-            .unwrap();
-        let small = raw
-            .head(&Path::from(format!("{prefix}/small")))
-            .await
-            .unwrap();
-        assert!(
-            big.e_tag
-                .as_deref()
-                .unwrap()
-                .trim_matches('"')
-                .ends_with("-3"),
-            "{big:?}"
-        );
+        let big = raw.head(&Path::from(format!("{prefix}/big"))).await.unwrap();
+        let small = raw.head(&Path::from(format!("{prefix}/small"))).await.unwrap();
+        assert!(big.e_tag.as_deref().unwrap().trim_matches('"').ends_with("-3"), "{big:?}");
         assert!(!small.e_tag.as_deref().unwrap().contains('-'), "{small:?}");
     });
 }

@@ -8,11 +8,7 @@ use crate::lsm::key::ValueKind;
 #[derive(Debug, Clone)]
 pub(crate) enum BatchOp {
     /// Key is column-family prefixed.
-    Write {
-        kind: ValueKind,
-        key: Bytes,
-        value: Bytes,
-    },
+    Write { kind: ValueKind, key: Bytes, value: Bytes },
     /// Range [start, end) of prefixed keys.
     DeleteRange { start: Bytes, end: Bytes },
 }
@@ -69,10 +65,6 @@ impl WriteBatch {
     fn push_write(&mut self, kind: ValueKind, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
         let key = prefixed_key(cf.id, key);
         self.bytes += key.len() + value.len();
-        self.ops.push(BatchOp::Write {
-            kind,
-            key,
-            value: Bytes::copy_from_slice(value),
-        });
+        self.ops.push(BatchOp::Write { kind, key, value: Bytes::copy_from_slice(value) });
     }
 }

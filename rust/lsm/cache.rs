@@ -73,11 +73,7 @@ impl BlockCache {
     where
         F: Future<Output = Result<Arc<Block>>>,
     {
-        match self
-            .cache
-            .get_value_or_guard_async(&(table_id, offset))
-            .await
-        {
+        match self.cache.get_value_or_guard_async(&(table_id, offset)).await {
             Ok(block) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 Ok(block)

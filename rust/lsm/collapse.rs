@@ -25,11 +25,7 @@ pub fn collapse_into(
         let mut resolver = VersionResolver::new(covering_seq(tombstones, &key, MAX_SEQ));
         while input.valid() && input.key() == key.as_ref() {
             if !resolver.is_done() {
-                resolver.push(
-                    input.seq(),
-                    input.kind(),
-                    Bytes::copy_from_slice(input.value()),
-                );
+                resolver.push(input.seq(), input.kind(), Bytes::copy_from_slice(input.value()));
             }
             input.next()?;
         }

@@ -23,7 +23,8 @@ use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{
-    FileRecord, ManifestData, delete_manifests_before, read_latest_manifest, write_manifest,
+    FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
+    write_manifest,
 };
 use crate::lsm::version::{TableFile, Version};
 use crate::lsm::{compaction, flush, read};
@@ -122,15 +123,13 @@ impl Db {
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
-            None => (
-                0,
-                ManifestData {
-                    next_file_number: 1,
-                    ..Default::default()
-                },
-            ),
+            None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
         let version = block_on(load_version(&storage, &cache, &data))?;
+        if manifest_number > 1 {
+            // Left over from a crash between a manifest write and the cleanup after it.
+            block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
+        }
         let mut session = [0u8; 8];
         getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
         let inner = Arc::new(DbInner {
@@ -167,10 +166,7 @@ impl Db {
             spawn_worker("forst-compact", &inner, compaction::run_compaction_worker),
         ];
         inner.request_compaction();
-        Ok(Db {
-            inner,
-            workers: Mutex::new(workers),
-        })
+        Ok(Db { inner, workers: Mutex::new(workers) })
     }
 
     /// Creates a column family, or returns the existing one of that name.
@@ -178,15 +174,11 @@ impl Db {
         self.inner.check_open()?;
         let mut meta = self.inner.meta.lock().unwrap();
         if let Some(&id) = meta.column_families.get(name) {
-            return Ok(ColumnFamily {
-                id,
-                name: name.into(),
-            });
+            return Ok(ColumnFamily { id, name: name.into() });
         }
         let id = meta.next_cf_id;
-        meta.next_cf_id = id
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("column family ids exhausted"))?;
+        meta.next_cf_id =
+            id.checked_add(1).ok_or_else(|| Error::invalid("column family ids exhausted"))?;
         meta.column_families.insert(name.to_string(), id);
         let version = self.inner.current().version.clone();
         if let Err(e) = self.inner.persist(&mut meta, &version) {
@@ -194,29 +186,16 @@ impl Db {
             meta.next_cf_id = id;
             return Err(e);
         }
-        Ok(ColumnFamily {
-            id,
-            name: name.into(),
-        })
+        Ok(ColumnFamily { id, name: name.into() })
     }
 
     pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
         let meta = self.inner.meta.lock().unwrap();
-        meta.column_families.get(name).map(|&id| ColumnFamily {
-            id,
-            name: name.into(),
-        })
+        meta.column_families.get(name).map(|&id| ColumnFamily { id, name: name.into() })
     }
 
     pub fn cf_names(&self) -> Vec<String> {
-        self.inner
-            .meta
-            .lock()
-            .unwrap()
-            .column_families
-            .keys()
-            .cloned()
-            .collect()
+        self.inner.meta.lock().unwrap().column_families.keys().cloned().collect()
     }
 
     /// Drops a column family and all of its data (one range deletion; compaction reclaims space).
@@ -263,18 +242,13 @@ impl Db {
 
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         let key = prefixed_key(cf.id, key);
-        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key))?
-            .pop()
-            .flatten())
+        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key))?.pop().flatten())
     }
 
     /// Reads many keys of any column families at once; their block reads from storage are
     /// issued concurrently. Results are in the order of `keys`.
     pub fn multi_get(&self, keys: &[(&ColumnFamily, &[u8])]) -> Result<Vec<Option<Bytes>>> {
-        let keys: Vec<Bytes> = keys
-            .iter()
-            .map(|(cf, key)| prefixed_key(cf.id, key))
-            .collect();
+        let keys: Vec<Bytes> = keys.iter().map(|(cf, key)| prefixed_key(cf.id, key)).collect();
         read::multi_get(&self.inner, &keys)
     }
 
@@ -345,10 +319,7 @@ impl Db {
         let mut background = self.inner.background.lock().unwrap();
         loop {
             let sv = self.inner.current();
-            if !waiting_for
-                .iter()
-                .any(|m| sv.frozen.iter().any(|f| Arc::ptr_eq(f, m)))
-            {
+            if !waiting_for.iter().any(|m| sv.frozen.iter().any(|f| Arc::ptr_eq(f, m))) {
                 return Ok(());
             }
             if background.flush_failures > failures_before {
@@ -522,17 +493,11 @@ impl DbInner {
             .filter(|m| !flushed.is_some_and(|f| Arc::ptr_eq(f, m)))
             .cloned()
             .collect();
-        *sv = Arc::new(SuperVersion {
-            mem: sv.mem.clone(),
-            frozen,
-            version: Arc::new(version),
-        });
+        *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version: Arc::new(version) });
         let live: std::collections::HashSet<u64> = sv.version.files().map(|f| f.number).collect();
         drop(sv);
         drop(meta);
-        old.files()
-            .filter(|f| !live.contains(&f.number))
-            .for_each(|f| f.mark_obsolete());
+        old.files().filter(|f| !live.contains(&f.number)).for_each(|f| f.mark_obsolete());
         self.background_changed.notify_all();
         Ok(())
     }
@@ -544,11 +509,7 @@ impl DbInner {
             last_seq: self.visible_seq(),
             next_file_number: self.next_file_number.load(Ordering::Relaxed),
             next_cf_id: meta.next_cf_id,
-            column_families: meta
-                .column_families
-                .iter()
-                .map(|(n, id)| (n.clone(), *id))
-                .collect(),
+            column_families: meta.column_families.iter().map(|(n, id)| (n.clone(), *id)).collect(),
             tombstones: version.tombstones.clone(),
             files: version
                 .levels
@@ -569,9 +530,11 @@ impl DbInner {
         let number = meta.manifest_number + 1;
         block_on(write_manifest(self.storage.as_ref(), number, &data))?;
         meta.manifest_number = number;
-        // Keep the previous manifest as well; older ones are garbage.
-        if let Err(e) = block_on(delete_manifests_before(self.storage.as_ref(), number - 1)) {
-            tracing::warn!("cannot delete old manifests: {e}");
+        // Keep the previous manifest too; the one before it is garbage (numbers have no gaps).
+        if number > 2
+            && let Err(e) = block_on(self.storage.delete(&manifest_path(number - 2)))
+        {
+            tracing::warn!("cannot delete an old manifest: {e}");
         }
         Ok(())
     }
@@ -583,22 +546,14 @@ async fn load_version(
     data: &ManifestData,
 ) -> Result<Version> {
     let opens = data.files.iter().map(|record| async move {
-        let opened = Table::open(
-            storage.clone(),
-            record.path.clone(),
-            record.size,
-            cache.clone(),
-        )
-        .await;
+        let opened =
+            Table::open(storage.clone(), record.path.clone(), record.size, cache.clone()).await;
         match opened {
             Ok(table) => Ok((record, table)),
             Err(e) => Err(explain_open_failure(storage, record, e).await),
         }
     });
-    let mut version = Version {
-        tombstones: data.tombstones.clone(),
-        ..Default::default()
-    };
+    let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
     for (record, table) in futures::future::try_join_all(opens).await? {
         let level = record.level as usize;
         if level >= NUM_LEVELS {
@@ -627,10 +582,7 @@ async fn explain_open_failure(storage: &StorageRef, record: &FileRecord, error: 
         Ok(actual) if actual != record.size => Error::corruption(
             &record.path,
             actual,
-            format!(
-                "file is {actual} bytes but the manifest recorded {}",
-                record.size
-            ),
+            format!("file is {actual} bytes but the manifest recorded {}", record.size),
         ),
         _ => error,
     }
@@ -638,34 +590,17 @@ async fn explain_open_failure(storage: &StorageRef, record: &FileRecord, error: 
 
 fn validate(options: &DbOptions) -> Result<()> {
     let checks = [
+        (options.memtable_bytes >= 4096, "memtable_bytes must be at least 4096"),
+        (options.max_frozen_memtables >= 1, "max_frozen_memtables must be at least 1"),
+        (options.target_file_bytes >= 4096, "target_file_bytes must be at least 4096"),
+        (options.l0_compaction_trigger >= 1, "l0_compaction_trigger must be at least 1"),
         (
-            options.memtable_bytes >= 4096,
-            "memtable_bytes must be at least 4096",
+            options.l0_stop_trigger > options.l0_compaction_trigger,
+            "l0_stop_trigger must be larger than l0_compaction_trigger",
         ),
-        (
-            options.max_frozen_memtables >= 1,
-            "max_frozen_memtables must be at least 1",
-        ),
-        (
-            options.target_file_bytes >= 4096,
-            "target_file_bytes must be at least 4096",
-        ),
-        (
-            options.l0_compaction_trigger >= 1,
-            "l0_compaction_trigger must be at least 1",
-        ),
-        (
-            options.level_size_multiplier >= 2,
-            "level_size_multiplier must be at least 2",
-        ),
-        (
-            options.table.block_size >= 64,
-            "table.block_size must be at least 64",
-        ),
-        (
-            options.table.restart_interval >= 1,
-            "table.restart_interval must be at least 1",
-        ),
+        (options.level_size_multiplier >= 2, "level_size_multiplier must be at least 2"),
+        (options.table.block_size >= 64, "table.block_size must be at least 64"),
+        (options.table.restart_interval >= 1, "table.restart_interval must be at least 1"),
     ];
     match checks.iter().find(|(ok, _)| !ok) {
         Some((_, message)) => Err(Error::invalid(message)),

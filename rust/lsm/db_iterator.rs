@@ -44,11 +44,7 @@ impl DbIterator {
         let lower = start.map_or(family_start, |s| prefixed_key(cf.id(), s));
         let upper = end.map_or(family_end, |e| prefixed_key(cf.id(), e));
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
-        children.extend(
-            sv.frozen
-                .iter()
-                .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>),
-        );
+        children.extend(sv.frozen.iter().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>));
         let version = &sv.version;
         let in_range = |f: &&Arc<crate::lsm::version::TableFile>| {
             f.smallest() < upper.as_ref() && f.largest() >= lower.as_ref()
@@ -107,11 +103,8 @@ impl DbIterator {
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         let cf_prefix = &self.lower[..CF_PREFIX_LEN];
         let target = [cf_prefix, key].concat();
-        let target = if target.as_slice() < self.lower.as_ref() {
-            self.lower.to_vec()
-        } else {
-            target
-        };
+        let target =
+            if target.as_slice() < self.lower.as_ref() { self.lower.to_vec() } else { target };
         self.merged.seek(&target)?;
         self.settle()
     }

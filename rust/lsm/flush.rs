@@ -21,8 +21,11 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
                 if background.shutdown {
                     return;
                 }
-                if let Some(oldest) = db.current().frozen.last().cloned() {
-                    break oldest;
+                let sv = db.current();
+                let level0_full = db.options.auto_compaction
+                    && sv.version.levels[0].len() >= db.options.l0_stop_trigger;
+                if let Some(oldest) = sv.frozen.last().filter(|_| !level0_full) {
+                    break oldest.clone();
                 }
                 background = db.background_changed.wait(background).unwrap();
             }

@@ -54,11 +54,7 @@ pub struct InternalKey {
 
 impl InternalKey {
     pub fn new(user_key: impl Into<Bytes>, seq: SeqNo, kind: ValueKind) -> Self {
-        InternalKey {
-            user_key: user_key.into(),
-            seq,
-            kind,
-        }
+        InternalKey { user_key: user_key.into(), seq, kind }
     }
 }
 

@@ -72,10 +72,7 @@ impl MemTable {
     }
 
     pub fn iter(self: &std::sync::Arc<Self>) -> MemTableIterator {
-        MemTableIterator {
-            table: self.clone(),
-            current: None,
-        }
+        MemTableIterator { table: self.clone(), current: None }
     }
 }
 
@@ -88,11 +85,8 @@ pub struct MemTableIterator {
 
 impl MemTableIterator {
     fn position(&mut self, bound: Bound<&InternalKey>) {
-        self.current = self
-            .table
-            .map
-            .lower_bound(bound)
-            .map(|e| (e.key().clone(), e.value().clone()));
+        self.current =
+            self.table.map.lower_bound(bound).map(|e| (e.key().clone(), e.value().clone()));
     }
 }
 
@@ -102,12 +96,7 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        &self
-            .current
-            .as_ref()
-            .expect("iterator not valid")
-            .0
-            .user_key
+        &self.current.as_ref().expect("iterator not valid").0.user_key
     }
 
     fn seq(&self) -> SeqNo {

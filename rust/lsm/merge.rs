@@ -9,16 +9,10 @@ pub const LIST_DELIMITER: u8 = b',';
 /// Combines a base value (if any) with operands given OLDEST FIRST.
 pub fn merge_values(base: Option<&[u8]>, operands_oldest_first: &[&[u8]]) -> Bytes {
     let len = base.map_or(0, |b| b.len() + 1)
-        + operands_oldest_first
-            .iter()
-            .map(|o| o.len() + 1)
-            .sum::<usize>();
+        + operands_oldest_first.iter().map(|o| o.len() + 1).sum::<usize>();
     let mut out = BytesMut::with_capacity(len);
     let mut first = true;
-    for part in base
-        .into_iter()
-        .chain(operands_oldest_first.iter().copied())
-    {
+    for part in base.into_iter().chain(operands_oldest_first.iter().copied()) {
         if !first {
             out.extend_from_slice(&[LIST_DELIMITER]);
         }

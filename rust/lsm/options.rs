@@ -16,6 +16,9 @@ pub struct DbOptions {
     pub target_file_bytes: u64,
     /// Number of L0 files that triggers an L0 -> L1 compaction.
     pub l0_compaction_trigger: usize,
+    /// Flushes wait while L0 holds this many files (so writers stall behind them) until compaction
+    /// catches up: reads stay bounded by the number of L0 files.
+    pub l0_stop_trigger: usize,
     /// Target size of L1; each deeper level is `level_size_multiplier` times larger.
     pub l1_target_bytes: u64,
     pub level_size_multiplier: u64,
@@ -34,6 +37,7 @@ impl Default for DbOptions {
             block_cache_bytes: 256 << 20,
             target_file_bytes: 32 << 20,
             l0_compaction_trigger: 4,
+            l0_stop_trigger: 24,
             l1_target_bytes: 128 << 20,
             level_size_multiplier: 10,
             compaction_readahead_bytes: 2 << 20,

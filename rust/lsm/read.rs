@@ -30,12 +30,10 @@ pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes]) -> Result<Vec<Option<Bytes
     }
     if !pending.is_empty() {
         let version = &sv.version;
-        let lookups = pending
-            .into_iter()
-            .map(|(i, key, mut resolver)| async move {
-                resolve_in_files(version, key, snapshot, &mut resolver).await?;
-                Ok::<_, crate::Error>((i, resolver.into_value()))
-            });
+        let lookups = pending.into_iter().map(|(i, key, mut resolver)| async move {
+            resolve_in_files(version, key, snapshot, &mut resolver).await?;
+            Ok::<_, crate::Error>((i, resolver.into_value()))
+        });
         for (i, value) in block_on(try_join_all(lookups))? {
             results[i] = value;
         }
@@ -66,9 +64,7 @@ async fn resolve_in_files(
     snapshot: SeqNo,
     resolver: &mut VersionResolver,
 ) -> Result<()> {
-    let level0 = version.levels[0]
-        .iter()
-        .filter(|f| f.smallest() <= key && key <= f.largest());
+    let level0 = version.levels[0].iter().filter(|f| f.smallest() <= key && key <= f.largest());
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     for file in level0.chain(deeper) {
         if !file.table.may_contain(key) {

@@ -29,11 +29,7 @@ pub struct VersionResolver {
 impl VersionResolver {
     /// `tombstone_seq`: highest range tombstone covering the key (0 if none).
     pub fn new(tombstone_seq: SeqNo) -> Self {
-        VersionResolver {
-            tombstone_seq,
-            newest_first_operands: Vec::new(),
-            base: Base::Unknown,
-        }
+        VersionResolver { tombstone_seq, newest_first_operands: Vec::new(), base: Base::Unknown }
     }
 
     pub fn is_done(&self) -> bool {
@@ -55,12 +51,8 @@ impl VersionResolver {
     }
 
     fn merged(&self, base: Option<&Bytes>) -> Bytes {
-        let operands: Vec<&[u8]> = self
-            .newest_first_operands
-            .iter()
-            .rev()
-            .map(|b| &b[..])
-            .collect();
+        let operands: Vec<&[u8]> =
+            self.newest_first_operands.iter().rev().map(|b| &b[..]).collect();
         merge_values(base.map(|b| &b[..]), &operands)
     }
 

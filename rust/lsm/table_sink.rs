@@ -22,19 +22,13 @@ pub struct TableSink<'a> {
 impl<'a> TableSink<'a> {
     /// `tombstones_applied_through`: see `TableFile`; the caller drops what those tombstones cover.
     pub fn new(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
-        TableSink {
-            db,
-            builder: None,
-            outputs: Vec::new(),
-            tombstones_applied_through,
-        }
+        TableSink { db, builder: None, outputs: Vec::new(), tombstones_applied_through }
     }
 
     /// Adds an entry; the caller guarantees internal order and one entry per user key.
     pub fn add(&mut self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Result<()> {
-        let builder = self
-            .builder
-            .get_or_insert_with(|| TableBuilder::new(self.db.options.table.clone()));
+        let builder =
+            self.builder.get_or_insert_with(|| TableBuilder::new(self.db.options.table.clone()));
         builder.add(key, seq, kind, value);
         if builder.estimated_size() >= self.db.options.target_file_bytes {
             self.finish_file()?;

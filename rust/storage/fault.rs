@@ -53,11 +53,7 @@ impl XorShift {
     fn new(seed: u64) -> Self {
         // Mix the seed so 0 and small seeds still give a non-zero, well-spread state.
         let state = seed ^ 0x9E37_79B9_7F4A_7C15;
-        Self(if state == 0 {
-            0x9E37_79B9_7F4A_7C15
-        } else {
-            state
-        })
+        Self(if state == 0 { 0x9E37_79B9_7F4A_7C15 } else { state })
     }
 
     fn next_u64(&mut self) -> u64 {
@@ -147,10 +143,7 @@ impl Shared {
 
     fn check(&self, kind: OpKind, url: &str) -> Result<()> {
         match self.lock().check(kind) {
-            Some(count) => Err(Error::io(
-                url,
-                format!("injected fault: {kind:?} call #{count}"),
-            )),
+            Some(count) => Err(Error::io(url, format!("injected fault: {kind:?} call #{count}"))),
             None => Ok(()),
         }
     }
@@ -165,10 +158,7 @@ pub struct FaultStorage {
 impl FaultStorage {
     /// Starts with no rules: every call passes through.
     pub fn new(inner: StorageRef) -> Self {
-        Self {
-            inner,
-            state: Shared::default(),
-        }
+        Self { inner, state: Shared::default() }
     }
 
     /// The `n`th call of `kind` from now (1 = the next one) fails, once. Replaces an earlier
@@ -189,13 +179,7 @@ impl FaultStorage {
         if fraction <= 0.0 {
             state.fraction.remove(&kind);
         } else {
-            state.fraction.insert(
-                kind,
-                Fraction {
-                    fraction,
-                    rng: XorShift::new(seed),
-                },
-            );
+            state.fraction.insert(kind, Fraction { fraction, rng: XorShift::new(seed) });
         }
     }
 
@@ -207,10 +191,8 @@ impl FaultStorage {
     /// A `fraction` of successful reads (`read` and `read_range`) return only the first half of
     /// their bytes, as a buggy or interrupted transfer might. `fraction <= 0` turns it off.
     pub fn short_reads(&self, fraction: f64, seed: u64) {
-        self.state.lock().short_reads = (fraction > 0.0).then(|| Fraction {
-            fraction,
-            rng: XorShift::new(seed),
-        });
+        self.state.lock().short_reads =
+            (fraction > 0.0).then(|| Fraction { fraction, rng: XorShift::new(seed) });
     }
 
     /// Removes every rule; counters are kept.
@@ -251,11 +233,7 @@ impl Storage for FaultStorage {
         let url = self.url_of(path);
         self.state.check(OpKind::Create, &url)?;
         let inner = self.inner.create(path).await?;
-        Ok(Box::new(FaultWriter {
-            inner,
-            state: self.state.clone(),
-            url,
-        }))
+        Ok(Box::new(FaultWriter { inner, state: self.state.clone(), url }))
     }
 
     async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
@@ -347,9 +325,7 @@ mod tests {
     fn nth_rule_fires_once() {
         let mut state = FaultState::default();
         state.nth.insert(OpKind::Read, 3);
-        let fails: Vec<bool> = (0..5)
-            .map(|_| state.check(OpKind::Read).is_some())
-            .collect();
+        let fails: Vec<bool> = (0..5).map(|_| state.check(OpKind::Read).is_some()).collect();
         assert_eq!(fails, [false, false, true, false, false]);
         assert!(state.check(OpKind::Write).is_none());
         assert_eq!(state.calls[&OpKind::Read], 5);

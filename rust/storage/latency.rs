@@ -42,9 +42,8 @@ impl Latency {
 
     pub fn cost(&self, bytes: u64) -> Duration {
         let transfer = self.per_byte.as_nanos().saturating_mul(bytes as u128);
-        self.per_call.saturating_add(Duration::from_nanos(
-            u64::try_from(transfer).unwrap_or(u64::MAX),
-        ))
+        self.per_call
+            .saturating_add(Duration::from_nanos(u64::try_from(transfer).unwrap_or(u64::MAX)))
     }
 }
 
@@ -100,11 +99,7 @@ pub struct LatencyStorage {
 
 impl LatencyStorage {
     pub fn new(inner: StorageRef, latency: Latency) -> Self {
-        Self {
-            inner,
-            latency,
-            counters: Arc::default(),
-        }
+        Self { inner, latency, counters: Arc::default() }
     }
 
     pub fn latency(&self) -> Latency {
@@ -124,13 +119,7 @@ impl LatencyStorage {
 
     pub fn reset_stats(&self) {
         let c = &self.counters;
-        for counter in [
-            &c.calls,
-            &c.reads,
-            &c.bytes_read,
-            &c.writes,
-            &c.bytes_written,
-        ] {
+        for counter in [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written] {
             counter.store(0, Ordering::Relaxed);
         }
     }

@@ -98,10 +98,7 @@ pub async fn read_range_exact(
     if data.len() as u64 != want {
         return Err(crate::Error::io(
             format!("{}/{path}", storage.url().trim_end_matches('/')),
-            format!(
-                "short read: asked for {want} bytes at {range:?}, got {}",
-                data.len()
-            ),
+            format!("short read: asked for {want} bytes at {range:?}, got {}", data.len()),
         ));
     }
     Ok(data)

@@ -35,11 +35,7 @@ impl ObjectStoreStorage {
         let url = url.into();
         let root = Path::parse(root)
             .map_err(|e| Error::invalid(format!("bad root prefix {root:?} for {url}: {e}")))?;
-        Ok(Self {
-            store,
-            root,
-            url: url.trim_end_matches('/').to_string(),
-        })
+        Ok(Self { store, root, url: url.trim_end_matches('/').to_string() })
     }
 
     pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
@@ -160,21 +156,13 @@ impl Storage for ObjectStoreStorage {
 
     async fn read(&self, path: &str) -> Result<Bytes> {
         let location = self.location(path)?;
-        let result = self
-            .store
-            .get(&location)
-            .await
-            .map_err(|e| self.map_err(path, e))?;
+        let result = self.store.get(&location).await.map_err(|e| self.map_err(path, e))?;
         result.bytes().await.map_err(|e| self.map_err(path, e))
     }
 
     async fn size(&self, path: &str) -> Result<u64> {
         let location = self.location(path)?;
-        let meta = self
-            .store
-            .head(&location)
-            .await
-            .map_err(|e| self.map_err(path, e))?;
+        let meta = self.store.head(&location).await.map_err(|e| self.map_err(path, e))?;
         Ok(meta.size)
     }
 
@@ -194,10 +182,7 @@ impl Storage for ObjectStoreStorage {
                 continue;
             };
             let rel: Vec<_> = rel.map(|p| p.as_ref().to_string()).collect();
-            files.push(FileInfo {
-                path: rel.join("/"),
-                size: meta.size,
-            });
+            files.push(FileInfo { path: rel.join("/"), size: meta.size });
         }
         Ok(files)
     }
@@ -213,19 +198,13 @@ impl Storage for ObjectStoreStorage {
     async fn rename(&self, from: &str, to: &str) -> Result<()> {
         let src = self.location(from)?;
         let dst = self.location(to)?;
-        self.store
-            .rename(&src, &dst)
-            .await
-            .map_err(|e| self.rename_err("rename", from, to, e))
+        self.store.rename(&src, &dst).await.map_err(|e| self.rename_err("rename", from, to, e))
     }
 
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
         let src = self.location(from)?;
         let dst = self.location(to)?;
-        self.store
-            .copy(&src, &dst)
-            .await
-            .map_err(|e| self.rename_err("copy", from, to, e))
+        self.store.copy(&src, &dst).await.map_err(|e| self.rename_err("copy", from, to, e))
     }
 }
 
@@ -275,11 +254,8 @@ impl FileWriter for ObjectStoreWriter {
                     return Ok(());
                 }
                 let chunks = std::mem::take(chunks);
-                let upload = self
-                    .store
-                    .put_multipart(&self.location)
-                    .await
-                    .map_err(|e| self.err(e))?;
+                let upload =
+                    self.store.put_multipart(&self.location).await.map_err(|e| self.err(e))?;
                 let mut multipart =
                     WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
                 for chunk in chunks {
@@ -309,10 +285,7 @@ impl FileWriter for ObjectStoreWriter {
         match std::mem::replace(&mut self.state, WriterState::Done) {
             WriterState::Buffering(chunks) => {
                 let payload: PutPayload = chunks.into_iter().collect();
-                self.store
-                    .put(&self.location, payload)
-                    .await
-                    .map_err(|e| self.err(e))?;
+                self.store.put(&self.location, payload).await.map_err(|e| self.err(e))?;
             }
             WriterState::Multipart(multipart) => {
                 // WriteMultipart::finish aborts the upload itself when a part or complete fails.

@@ -73,9 +73,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
-        _ => Err(Error::invalid(format!(
-            "option {key} wants true or false, got {value:?}"
-        ))),
+        _ => Err(Error::invalid(format!("option {key} wants true or false, got {value:?}"))),
     }
 }
 
@@ -159,18 +157,12 @@ static MEMORY_STORES: Lazy<Mutex<HashMap<String, Arc<InMemory>>>> = Lazy::new(De
 
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     let mut stores = MEMORY_STORES.lock().unwrap_or_else(|e| e.into_inner());
-    stores
-        .entry(name.to_string())
-        .or_insert_with(|| Arc::new(InMemory::new()))
-        .clone()
+    stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
 }
 
 /// Forgets a `memory://name` store so its memory is freed once no storage uses it.
 pub fn drop_memory_store(name: &str) {
-    MEMORY_STORES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(name);
+    MEMORY_STORES.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
 }
 
 fn open_s3(
@@ -231,14 +223,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls_naming_them() {
-        for url in [
-            "ftp://x/y",
-            "nonsense",
-            "file://host/dir",
-            "memory://",
-            "s3:///p",
-            "",
-        ] {
+        for url in ["ftp://x/y", "nonsense", "file://host/dir", "memory://", "s3:///p", ""] {
             match open_storage(url, &StorageOptions::default()) {
                 Err(Error::InvalidArgument(msg)) => assert!(msg.contains(url), "{msg}"),
                 other => panic!("{url}: expected InvalidArgument, got {other:?}"),

@@ -21,13 +21,8 @@ pub fn delay(duration: Duration) -> Delay {
     let now = Instant::now();
     // `Instant + Duration` panics on overflow; an absurd duration just means "never" (as in tokio).
     let far_future = Duration::from_secs(86_400 * 365 * 30);
-    let deadline = now
-        .checked_add(duration)
-        .unwrap_or_else(|| now + far_future);
-    Delay {
-        deadline,
-        registered: None,
-    }
+    let deadline = now.checked_add(duration).unwrap_or_else(|| now + far_future);
+    Delay { deadline, registered: None }
 }
 
 /// Future returned by [`delay`].
@@ -94,11 +89,8 @@ struct Timer {
     started: Once,
 }
 
-static TIMER: Timer = Timer {
-    heap: Mutex::new(BinaryHeap::new()),
-    changed: Condvar::new(),
-    started: Once::new(),
-};
+static TIMER: Timer =
+    Timer { heap: Mutex::new(BinaryHeap::new()), changed: Condvar::new(), started: Once::new() };
 
 impl Timer {
     fn lock(&self) -> MutexGuard<'_, BinaryHeap<Entry>> {
@@ -146,10 +138,7 @@ impl Timer {
                 continue;
             }
             heap = match heap.peek() {
-                None => self
-                    .changed
-                    .wait(heap)
-                    .unwrap_or_else(PoisonError::into_inner),
+                None => self.changed.wait(heap).unwrap_or_else(PoisonError::into_inner),
                 Some(top) => {
                     let timeout = top.deadline - now;
                     self.changed
@@ -174,10 +163,7 @@ mod tests {
     #[test]
     fn zero_duration_is_ready_at_once() {
         let mut cx = Context::from_waker(Waker::noop());
-        assert_eq!(
-            Pin::new(&mut delay(Duration::ZERO)).poll(&mut cx),
-            Poll::Ready(())
-        );
+        assert_eq!(Pin::new(&mut delay(Duration::ZERO)).poll(&mut cx), Poll::Ready(()));
     }
 
     /// Correctness, not timing: a delay may finish late on a loaded machine but never early.
@@ -226,33 +212,19 @@ mod tests {
                 self.0.fetch_add(1, AtomicOrdering::SeqCst);
             }
         }
-        let (first, second) = (
-            Arc::new(Count(AtomicUsize::new(0))),
-            Arc::new(Count(AtomicUsize::new(0))),
-        );
+        let (first, second) =
+            (Arc::new(Count(AtomicUsize::new(0))), Arc::new(Count(AtomicUsize::new(0))));
         let mut d = delay(Duration::from_millis(2));
         let waker = Waker::from(first.clone());
-        assert!(
-            Pin::new(&mut d)
-                .poll(&mut Context::from_waker(&waker))
-                .is_pending()
-        );
+        assert!(Pin::new(&mut d).poll(&mut Context::from_waker(&waker)).is_pending());
         let waker = Waker::from(second.clone());
-        assert!(
-            Pin::new(&mut d)
-                .poll(&mut Context::from_waker(&waker))
-                .is_pending()
-        );
+        assert!(Pin::new(&mut d).poll(&mut Context::from_waker(&waker)).is_pending());
         // Generous bound so a loaded machine cannot fail it; normally done after 2 ms.
         let give_up = Instant::now() + Duration::from_secs(10);
         while second.0.load(AtomicOrdering::SeqCst) == 0 && Instant::now() < give_up {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(second.0.load(AtomicOrdering::SeqCst), 1);
-        assert!(
-            Pin::new(&mut d)
-                .poll(&mut Context::from_waker(&waker))
-                .is_ready()
-        );
+        assert!(Pin::new(&mut d).poll(&mut Context::from_waker(&waker)).is_ready());
     }
 }

@@ -57,20 +57,14 @@ pub fn fresh_s3(tag: &str) -> StorageRef {
 
 /// Storage on a fresh `memory://` store.
 pub fn fresh_memory(tag: &str) -> StorageRef {
-    open_storage(
-        &format!("memory://{}", unique_name(tag)),
-        &StorageOptions::default(),
-    )
-    .expect("memory storage")
+    open_storage(&format!("memory://{}", unique_name(tag)), &StorageOptions::default())
+        .expect("memory storage")
 }
 
 /// `tag-<pid>-<time>-<counter>`: unique across tests, processes and reruns against one server.
 pub fn unique_name(tag: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{tag}-{}-{nanos}-{n}", std::process::id())
 }
@@ -79,11 +73,7 @@ fn start_s3() -> S3Server {
     if let Ok(endpoint) = std::env::var("FORST_S3_ENDPOINT") {
         let bucket = std::env::var("FORST_S3_BUCKET")
             .expect("FORST_S3_ENDPOINT is set, so FORST_S3_BUCKET must name a bucket on it");
-        return S3Server {
-            endpoint,
-            bucket,
-            _child: None,
-        };
+        return S3Server { endpoint, bucket, _child: None };
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/s3_server.py");
     let python = std::env::var("FORST_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -117,11 +107,7 @@ fn start_s3() -> S3Server {
                 let mut words = line.split_whitespace().skip(1);
                 let endpoint = words.next().expect("endpoint in READY line").to_string();
                 let bucket = words.next().expect("bucket in READY line").to_string();
-                return S3Server {
-                    endpoint,
-                    bucket,
-                    _child: Some((child, stdin)),
-                };
+                return S3Server { endpoint, bucket, _child: Some((child, stdin)) };
             }
             Ok(line) => seen.push(line),
             Err(e) => {

@@ -70,20 +70,10 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let (lo, hi) = job.key_range();
     let bottommost =
         (job.output_level + 1..NUM_LEVELS).all(|l| version.overlapping(l, &lo, &hi).is_empty());
-    let children = job
-        .inputs
-        .iter()
-        .flat_map(|(level, files)| input_iterators(db, *level, files))
-        .collect();
+    let children =
+        job.inputs.iter().flat_map(|(level, files)| input_iterators(db, *level, files)).collect();
     let inputs: Vec<_> = job.input_files().cloned().collect();
-    merge_and_install(
-        db,
-        children,
-        &version,
-        bottommost,
-        &inputs,
-        job.output_level,
-    )?;
+    merge_and_install(db, children, &version, bottommost, &inputs, job.output_level)?;
     Ok(true)
 }
 

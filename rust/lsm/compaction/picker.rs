@@ -21,14 +21,8 @@ pub struct CompactionJob {
 
 impl CompactionJob {
     fn new(inputs: Vec<(usize, Vec<Arc<TableFile>>)>, output_level: usize) -> Self {
-        let inputs = inputs
-            .into_iter()
-            .filter(|(_, files)| !files.is_empty())
-            .collect();
-        CompactionJob {
-            inputs,
-            output_level,
-        }
+        let inputs = inputs.into_iter().filter(|(_, files)| !files.is_empty()).collect();
+        CompactionJob { inputs, output_level }
     }
 
     /// A single file with nothing to merge with below can move down without a rewrite.
@@ -76,24 +70,13 @@ pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
         return Some(CompactionJob::new(vec![(0, l0), (1, l1)], 1));
     }
     let (level, score) = (1..NUM_LEVELS - 1)
-        .map(|l| {
-            (
-                l,
-                version.level_bytes(l) as f64 / level_target(options, l) as f64,
-            )
-        })
+        .map(|l| (l, version.level_bytes(l) as f64 / level_target(options, l) as f64))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     if score < 1.0 {
         return None;
     }
     // Oldest data first: it has waited longest to be merged down.
-    let file = version.levels[level]
-        .iter()
-        .min_by_key(|f| f.props().max_seq)?
-        .clone();
+    let file = version.levels[level].iter().min_by_key(|f| f.props().max_seq)?.clone();
     let below = version.overlapping(level + 1, file.smallest(), file.largest());
-    Some(CompactionJob::new(
-        vec![(level, vec![file]), (level + 1, below)],
-        level + 1,
-    ))
+    Some(CompactionJob::new(vec![(level, vec![file]), (level + 1, below)], level + 1))
 }

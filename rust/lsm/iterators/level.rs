@@ -19,12 +19,7 @@ pub struct LevelIterator {
 impl LevelIterator {
     /// `readahead` as for `Table::iter` (0 = through the block cache).
     pub fn new(files: Vec<Arc<TableFile>>, readahead: usize) -> Self {
-        LevelIterator {
-            files,
-            index: 0,
-            current: None,
-            readahead,
-        }
+        LevelIterator { files, index: 0, current: None, readahead }
     }
 
     fn open(&mut self, index: usize) {

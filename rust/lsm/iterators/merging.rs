@@ -15,10 +15,7 @@ pub struct MergingIterator {
 
 impl MergingIterator {
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
-        let mut it = MergingIterator {
-            children,
-            current: None,
-        };
+        let mut it = MergingIterator { children, current: None };
         it.pick_current();
         it
     }
@@ -34,11 +31,7 @@ impl MergingIterator {
                     let current = &self.children[b];
                     let order =
                         compare_internal(child.key(), child.seq(), current.key(), current.seq());
-                    if order == Ordering::Less {
-                        Some(i)
-                    } else {
-                        Some(b)
-                    }
+                    if order == Ordering::Less { Some(i) } else { Some(b) }
                 }
                 None => Some(i),
             };

@@ -53,10 +53,7 @@ pub(crate) struct BloomBuilder {
 
 impl BloomBuilder {
     pub(crate) fn new(bits_per_key: usize) -> Self {
-        BloomBuilder {
-            bits_per_key,
-            hashes: Vec::new(),
-        }
+        BloomBuilder { bits_per_key, hashes: Vec::new() }
     }
 
     /// Callers add each distinct user key once (versions of a key are adjacent).
@@ -107,10 +104,7 @@ impl Bloom {
                 bits.len()
             )));
         }
-        Ok(Bloom {
-            bits: bits.to_vec(),
-            probes,
-        })
+        Ok(Bloom { bits: bits.to_vec(), probes })
     }
 
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
@@ -145,9 +139,7 @@ mod tests {
             assert!(bloom.may_contain(&key(i)), "false negative for {i}");
         }
         let probes = 200_000u32;
-        let fp = (n..n + probes)
-            .filter(|&i| bloom.may_contain(&key(i)))
-            .count();
+        let fp = (n..n + probes).filter(|&i| bloom.may_contain(&key(i))).count();
         let rate = fp as f64 / probes as f64;
         // Theory for 10 bits/key and 7 probes: 0.82%.
         assert!(rate < 0.0125, "false-positive rate {rate}");
@@ -157,17 +149,12 @@ mod tests {
     #[test]
     fn short_and_binary_keys() {
         // Keys differing in one short tail byte or by length only must still hash apart.
-        let keys: Vec<Vec<u8>> = (0..=255u8)
-            .map(|b| vec![b])
-            .chain([vec![], vec![0, 0]])
-            .collect();
+        let keys: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).chain([vec![], vec![0, 0]]).collect();
         let bloom = build(keys.iter().cloned(), 10);
         for k in &keys {
             assert!(bloom.may_contain(k));
         }
-        let fp = (0..10_000u32)
-            .filter(|i| bloom.may_contain(&i.to_be_bytes()))
-            .count();
+        let fp = (0..10_000u32).filter(|i| bloom.may_contain(&i.to_be_bytes())).count();
         assert!(fp < 300, "{fp} false positives");
         assert_ne!(hash64(b""), hash64(&[0]));
         assert_ne!(hash64(&[0]), hash64(&[0, 0]));

@@ -122,11 +122,7 @@ impl TableBuilder {
         let raw = self.block.finish();
         let offset = self.out.len() as u64;
         let size = write_block(&mut self.out, &raw, self.options.compression) as u64;
-        self.index.add(
-            &self.last_key,
-            self.last_seq,
-            BlockHandle::new(offset, size),
-        );
+        self.index.add(&self.last_key, self.last_seq, BlockHandle::new(offset, size));
     }
 
     /// Approximate size of the finished file, for cutting compaction outputs.
@@ -171,11 +167,7 @@ impl TableBuilder {
             size: 0,
         };
         let offset = self.out.len() as u64;
-        let size = write_block(
-            &mut self.out,
-            &properties::encode(&props),
-            Compression::None,
-        );
+        let size = write_block(&mut self.out, &properties::encode(&props), Compression::None);
         let properties = BlockHandle::new(offset, size as u64);
 
         let offset = self.out.len() as u64;
@@ -183,12 +175,7 @@ impl TableBuilder {
         let size = write_block(&mut self.out, &index_raw, Compression::None);
         let index = BlockHandle::new(offset, size as u64);
 
-        Footer {
-            index,
-            filter,
-            properties,
-        }
-        .encode(&mut self.out);
+        Footer { index, filter, properties }.encode(&mut self.out);
         props.size = self.out.len() as u64;
         Ok((Bytes::from(self.out), props))
     }

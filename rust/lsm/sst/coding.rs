@@ -99,10 +99,7 @@ impl<'a> Cursor<'a> {
             let bits = u64::from(byte & 0x7f);
             // The tenth byte may only carry the top bit of a u64.
             if i == 9 && bits > 1 {
-                return Err(Malformed::new(format!(
-                    "varint at {} overflows u64",
-                    self.pos
-                )));
+                return Err(Malformed::new(format!("varint at {} overflows u64", self.pos)));
             }
             result |= bits << (7 * i);
             if byte & 0x80 == 0 {
@@ -132,17 +129,16 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn bytes(&mut self, len: usize) -> Decoded<&'a [u8]> {
-        let slice = self
-            .pos
-            .checked_add(len)
-            .and_then(|end| self.data.get(self.pos..end))
-            .ok_or_else(|| {
-                Malformed::new(format!(
-                    "{len} bytes at {} run past end ({})",
-                    self.pos,
-                    self.data.len()
-                ))
-            })?;
+        let slice =
+            self.pos.checked_add(len).and_then(|end| self.data.get(self.pos..end)).ok_or_else(
+                || {
+                    Malformed::new(format!(
+                        "{len} bytes at {} run past end ({})",
+                        self.pos,
+                        self.data.len()
+                    ))
+                },
+            )?;
         self.pos += len;
         Ok(slice)
     }

@@ -47,9 +47,7 @@ impl Footer {
         }
         let magic = read_u64_at(raw, 56)?;
         if magic != MAGIC {
-            return Err(Malformed::new(format!(
-                "bad magic {magic:#018x}, not an SST file"
-            )));
+            return Err(Malformed::new(format!("bad magic {magic:#018x}, not an SST file")));
         }
         let stored = read_u32_at(raw, 52)?;
         let computed = checksum(&raw[..52]);
@@ -68,11 +66,7 @@ impl Footer {
         let index = BlockHandle::decode_fixed(&mut c)?;
         let filter = BlockHandle::decode_fixed(&mut c)?;
         let properties = BlockHandle::decode_fixed(&mut c)?;
-        Ok(Footer {
-            index,
-            filter: (filter.size != 0).then_some(filter),
-            properties,
-        })
+        Ok(Footer { index, filter: (filter.size != 0).then_some(filter), properties })
     }
 }
 

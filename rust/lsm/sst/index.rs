@@ -97,11 +97,7 @@ impl Index {
             next_free = end.unwrap_or(data_end);
             let start = keys.len();
             keys.extend_from_slice(key);
-            entries.push(IndexEntry {
-                key: start..keys.len(),
-                seq,
-                handle,
-            });
+            entries.push(IndexEntry { key: start..keys.len(), seq, handle });
         }
         if entries.len() != count {
             return Err(Malformed::new(format!(
@@ -109,10 +105,7 @@ impl Index {
                 entries.len()
             )));
         }
-        Ok(Index {
-            keys: Bytes::from(keys),
-            entries,
-        })
+        Ok(Index { keys: Bytes::from(keys), entries })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -175,23 +168,14 @@ mod tests {
         let mut b = IndexBuilder::default();
         b.add(b"b", 3, BlockHandle::new(0, 100));
         b.add(b"b", 7, BlockHandle::new(100, 50));
-        assert!(
-            Index::decode(&b.finish(), 1000).is_err(),
-            "keys out of order"
-        );
+        assert!(Index::decode(&b.finish(), 1000).is_err(), "keys out of order");
         let mut b = IndexBuilder::default();
         b.add(b"a", 3, BlockHandle::new(0, 100));
         b.add(b"b", 7, BlockHandle::new(50, 50));
-        assert!(
-            Index::decode(&b.finish(), 1000).is_err(),
-            "overlapping blocks"
-        );
+        assert!(Index::decode(&b.finish(), 1000).is_err(), "overlapping blocks");
         let mut b = IndexBuilder::default();
         b.add(b"a", 3, BlockHandle::new(u64::MAX, 100));
-        assert!(
-            Index::decode(&b.finish(), 1000).is_err(),
-            "overflowing handle"
-        );
+        assert!(Index::decode(&b.finish(), 1000).is_err(), "overflowing handle");
         for len in 0..good.len() {
             assert!(Index::decode(&good[..len], 210).is_err());
         }

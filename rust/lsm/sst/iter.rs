@@ -28,13 +28,7 @@ pub struct TableIterator {
 
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>, readahead: usize) -> Self {
-        TableIterator {
-            table,
-            readahead,
-            block_idx: 0,
-            current: None,
-            buffer: None,
-        }
+        TableIterator { table, readahead, block_idx: 0, current: None, buffer: None }
     }
 
     /// Positions at the first entry of the table.
@@ -79,10 +73,7 @@ impl TableIterator {
     }
 
     fn check(&self, r: Decoded<()>) -> Result<()> {
-        r.map_err(|m| {
-            self.table
-                .corruption(self.table.index().handle(self.block_idx), m)
-        })
+        r.map_err(|m| self.table.corruption(self.table.index().handle(self.block_idx), m))
     }
 
     fn load(&mut self, idx: usize) -> Result<()> {
@@ -123,10 +114,7 @@ impl TableIterator {
                     span_end = h.offset + h.size;
                 }
                 debug_assert!(span_end <= self.table.data_end());
-                (
-                    handle.offset,
-                    block_on(self.table.read(handle.offset..span_end))?,
-                )
+                (handle.offset, block_on(self.table.read(handle.offset..span_end))?)
             }
         };
         let from = (handle.offset - start) as usize;
@@ -150,9 +138,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn kind(&self) -> ValueKind {
-        self.current
-            .as_ref()
-            .map_or(ValueKind::Put, BlockIter::kind)
+        self.current.as_ref().map_or(ValueKind::Put, BlockIter::kind)
     }
 
     fn value(&self) -> &[u8] {

@@ -52,10 +52,7 @@ mod tests {
         let back = decode(&raw, 999).unwrap();
         assert_eq!(back.smallest_key, p.smallest_key);
         assert_eq!(back.largest_key, p.largest_key);
-        assert_eq!(
-            (back.min_seq, back.max_seq, back.entries, back.size),
-            (3, 1 << 50, 12345, 999)
-        );
+        assert_eq!((back.min_seq, back.max_seq, back.entries, back.size), (3, 1 << 50, 12345, 999));
         for len in 0..raw.len() {
             assert!(decode(&raw[..len], 999).is_err());
         }

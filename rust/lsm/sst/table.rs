@@ -85,12 +85,7 @@ impl Table {
         } else {
             (tail_start, tail)
         };
-        let meta = |h: BlockHandle| MetaBlock {
-            path: &path,
-            buf: &buf,
-            base,
-            handle: h,
-        };
+        let meta = |h: BlockHandle| MetaBlock { path: &path, buf: &buf, base, handle: h };
         let properties = meta(footer.properties).decode(|raw| properties::decode(raw, size))?;
         let bloom = match footer.filter {
             Some(h) => Some(meta(h).decode(Bloom::decode)?),
@@ -150,11 +145,7 @@ impl Table {
         while i < self.index.len() {
             let handle = self.index.handle(i);
             let mut it = BlockIter::new(self.cached_block(handle).await?);
-            let positioned = if first {
-                it.seek(user_key, snapshot)
-            } else {
-                it.seek_to_first()
-            };
+            let positioned = if first { it.seek(user_key, snapshot) } else { it.seek_to_first() };
             positioned.map_err(|m| self.corruption(handle, m))?;
             first = false;
             while it.valid() {
@@ -192,9 +183,7 @@ impl Table {
     pub(crate) async fn cached_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
         self.cache
             .get_or_load(self.cache_id, handle.offset, async {
-                let stored = self
-                    .read(handle.offset..handle.offset + handle.size)
-                    .await?;
+                let stored = self.read(handle.offset..handle.offset + handle.size).await?;
                 self.decode_block(handle, &stored)
             })
             .await

@@ -65,10 +65,7 @@ impl FileWriter for MemWriter {
     }
     async fn finish(self: Box<Self>) -> Result<u64> {
         let len = self.data.len() as u64;
-        self.files
-            .lock()
-            .unwrap()
-            .insert(self.path, Bytes::from(self.data));
+        self.files.lock().unwrap().insert(self.path, Bytes::from(self.data));
         Ok(len)
     }
     async fn abort(self: Box<Self>) -> Result<()> {
@@ -125,10 +122,7 @@ impl Storage for MemStorage {
             .unwrap()
             .iter()
             .filter(|(p, _)| p.starts_with(dir))
-            .map(|(p, d)| FileInfo {
-                path: p.clone(),
-                size: d.len() as u64,
-            })
+            .map(|(p, d)| FileInfo { path: p.clone(), size: d.len() as u64 })
             .collect())
     }
 

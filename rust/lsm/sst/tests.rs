@@ -29,11 +29,7 @@ fn dataset(keys: usize, seed: u64) -> Vec<Entry> {
     let mut out = Vec::new();
     for i in 0..keys {
         let key = user_key(i * 2);
-        let versions = if i % 97 == 5 {
-            60
-        } else {
-            rng.random_range(1..=4)
-        };
+        let versions = if i % 97 == 5 { 60 } else { rng.random_range(1..=4) };
         let mut seqs: Vec<SeqNo> = Vec::new();
         while seqs.len() < versions {
             let s = rng.random_range(1..100_000);
@@ -53,12 +49,7 @@ fn dataset(keys: usize, seed: u64) -> Vec<Entry> {
             } else {
                 let len = rng.random_range(0..120);
                 // Repetitive, so LZ4 has something to gain.
-                format!("value-{i}-{seq}-")
-                    .into_bytes()
-                    .into_iter()
-                    .cycle()
-                    .take(len)
-                    .collect()
+                format!("value-{i}-{seq}-").into_bytes().into_iter().cycle().take(len).collect()
             };
             out.push((key.clone(), seq, kind, value));
         }
@@ -78,20 +69,12 @@ fn build(entries: &[Entry], options: TableOptions) -> (Bytes, TableProperties) {
     assert_eq!(props.size, data.len() as u64);
     let diff = (estimate as f64 - data.len() as f64).abs();
     // The open block counts uncompressed, so allow one block of slack.
-    assert!(
-        diff <= data.len() as f64 * 0.2 + 4096.0,
-        "estimate {estimate} vs {}",
-        data.len()
-    );
+    assert!(diff <= data.len() as f64 * 0.2 + 4096.0, "estimate {estimate} vs {}", data.len());
     (data, props)
 }
 
 fn small_blocks() -> TableOptions {
-    TableOptions {
-        block_size: 256,
-        restart_interval: 4,
-        ..TableOptions::default()
-    }
+    TableOptions { block_size: 256, restart_interval: 4, ..TableOptions::default() }
 }
 
 fn open_table(
@@ -100,13 +83,7 @@ fn open_table(
     cache: &Arc<BlockCache>,
 ) -> Result<Arc<Table>> {
     let size = storage.get(path).len() as u64;
-    block_on(Table::open(
-        storage.as_ref(),
-        path.to_string(),
-        size,
-        Arc::clone(cache),
-    ))
-    .map(Arc::new)
+    block_on(Table::open(storage.as_ref(), path.to_string(), size, Arc::clone(cache))).map(Arc::new)
 }
 
 fn store(data: Bytes) -> (Arc<MemStorage>, Arc<BlockCache>) {
@@ -189,14 +166,7 @@ fn roundtrip_scan_and_properties() {
         assert_eq!(table.path(), PATH);
         let p = table.properties();
         assert_eq!(
-            (
-                &p.smallest_key,
-                &p.largest_key,
-                p.min_seq,
-                p.max_seq,
-                p.entries,
-                p.size
-            ),
+            (&p.smallest_key, &p.largest_key, p.min_seq, p.max_seq, p.entries, p.size),
             (
                 &props.smallest_key,
                 &props.largest_key,
@@ -207,11 +177,7 @@ fn roundtrip_scan_and_properties() {
             )
         );
         for readahead in [0, 1, 1000, 64 << 10, 1 << 30] {
-            assert_eq!(
-                scan_all(&table, readahead).unwrap(),
-                entries,
-                "{options:?} {readahead}"
-            );
+            assert_eq!(scan_all(&table, readahead).unwrap(), entries, "{options:?} {readahead}");
         }
     }
 }
@@ -222,11 +188,7 @@ fn versions_spanning_blocks_and_snapshots() {
     let (data, _) = build(&entries, small_blocks());
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
-    assert!(
-        table.index().len() > 50,
-        "want many blocks, got {}",
-        table.index().len()
-    );
+    assert!(table.index().len() > 50, "want many blocks, got {}", table.index().len());
 
     let mut rng = StdRng::seed_from_u64(3);
     for i in 0..1200 {
@@ -271,13 +233,7 @@ fn merge_chains_and_deletes() {
         (b"d".to_vec(), 2, ValueKind::Put, b"".to_vec()),
     ];
     for block_size in [1, 4096] {
-        let (data, _) = build(
-            &entries,
-            TableOptions {
-                block_size,
-                ..TableOptions::default()
-            },
-        );
+        let (data, _) = build(&entries, TableOptions { block_size, ..TableOptions::default() });
         let (storage, cache) = store(data);
         let table = open_table(&storage, PATH, &cache).unwrap();
         let g = |k: &[u8], s| get(&table, k, s).unwrap();
@@ -291,10 +247,7 @@ fn merge_chains_and_deletes() {
         );
         assert_eq!(
             g(b"a", 8),
-            vec![
-                (8, ValueKind::Merge, b"+2".to_vec()),
-                (7, ValueKind::Delete, vec![])
-            ]
+            vec![(8, ValueKind::Merge, b"+2".to_vec()), (7, ValueKind::Delete, vec![])]
         );
         assert_eq!(g(b"a", 6), vec![(6, ValueKind::Put, b"old".to_vec())]);
         assert_eq!(g(b"a", 5), vec![]);
@@ -325,10 +278,7 @@ fn seek_lands_on_newest_version() {
             }
             assert!(it.valid());
             let e = &entries[pos];
-            assert_eq!(
-                (it.key(), it.seq(), it.kind(), it.value()),
-                (&e.0[..], e.1, e.2, &e.3[..])
-            );
+            assert_eq!((it.key(), it.seq(), it.kind(), it.value()), (&e.0[..], e.1, e.2, &e.3[..]));
             // Walk a few entries on from there, across block boundaries.
             for e in entries[pos..].iter().take(20) {
                 assert_eq!((it.key(), it.seq()), (&e.0[..], e.1));
@@ -351,19 +301,9 @@ fn seek_lands_on_newest_version() {
 fn lz4_shrinks_compressible_files() {
     let entries = dataset(1000, 5);
     let (lz4, _) = build(&entries, TableOptions::default());
-    let (raw, _) = build(
-        &entries,
-        TableOptions {
-            compression: Compression::None,
-            ..TableOptions::default()
-        },
-    );
-    assert!(
-        lz4.len() < raw.len() * 3 / 4,
-        "lz4 {} raw {}",
-        lz4.len(),
-        raw.len()
-    );
+    let (raw, _) =
+        build(&entries, TableOptions { compression: Compression::None, ..TableOptions::default() });
+    assert!(lz4.len() < raw.len() * 3 / 4, "lz4 {} raw {}", lz4.len(), raw.len());
     for data in [lz4, raw] {
         let (storage, cache) = store(data);
         let table = open_table(&storage, PATH, &cache).unwrap();
@@ -373,19 +313,13 @@ fn lz4_shrinks_compressible_files() {
 
 #[test]
 fn empty_and_large_values() {
-    let big: Vec<u8> = (0..1 << 20)
-        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
+    let big: Vec<u8> =
+        (0..1 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let entries: Vec<Entry> = vec![
         (b"a".to_vec(), 3, ValueKind::Put, Vec::new()),
         (b"b".to_vec(), 3, ValueKind::Put, big.clone()),
         (b"b".to_vec(), 2, ValueKind::Merge, b"small".to_vec()),
-        (
-            b"c".to_vec(),
-            1,
-            ValueKind::Put,
-            big.iter().rev().copied().collect(),
-        ),
+        (b"c".to_vec(), 1, ValueKind::Put, big.iter().rev().copied().collect()),
         (
             Vec::new().into_iter().chain(b"d".iter().copied()).collect(),
             1,
@@ -394,27 +328,15 @@ fn empty_and_large_values() {
         ),
     ];
     for compression in [Compression::Lz4, Compression::None] {
-        let (data, _) = build(
-            &entries,
-            TableOptions {
-                compression,
-                ..TableOptions::default()
-            },
-        );
+        let (data, _) = build(&entries, TableOptions { compression, ..TableOptions::default() });
         // A cache too small for the big block still serves it, just without keeping it.
         for cache_size in [0, 64 << 20] {
             let storage = MemStorage::new();
             storage.insert(PATH, data.clone());
             let cache = Arc::new(BlockCache::new(cache_size));
             let table = open_table(&storage, PATH, &cache).unwrap();
-            assert_eq!(
-                get(&table, b"a", 10).unwrap(),
-                vec![(3, ValueKind::Put, vec![])]
-            );
-            assert_eq!(
-                get(&table, b"b", 10).unwrap(),
-                vec![(3, ValueKind::Put, big.clone())]
-            );
+            assert_eq!(get(&table, b"a", 10).unwrap(), vec![(3, ValueKind::Put, vec![])]);
+            assert_eq!(get(&table, b"b", 10).unwrap(), vec![(3, ValueKind::Put, big.clone())]);
             assert_eq!(get(&table, b"c", 10).unwrap()[0].2, entries[3].3);
             for readahead in [0, 1 << 16] {
                 assert_eq!(scan_all(&table, readahead).unwrap(), entries);
@@ -438,23 +360,16 @@ fn bloom_filter_rejects_absent_keys() {
 
     // An absent key costs no storage request.
     let before = storage.reads.load(Ordering::Relaxed);
-    let misses: Vec<Vec<u8>> = (0..5000)
-        .map(|i| user_key(i * 2 + 1))
-        .filter(|k| !table.may_contain(k))
-        .collect();
+    let misses: Vec<Vec<u8>> =
+        (0..5000).map(|i| user_key(i * 2 + 1)).filter(|k| !table.may_contain(k)).collect();
     for k in &misses {
         assert!(get(&table, k, MAX_SEQ).unwrap().is_empty());
     }
     assert_eq!(storage.reads.load(Ordering::Relaxed), before);
 
     // Without a filter every key may be present.
-    let (data, _) = build(
-        &entries,
-        TableOptions {
-            bloom_bits_per_key: 0,
-            ..TableOptions::default()
-        },
-    );
+    let (data, _) =
+        build(&entries, TableOptions { bloom_bits_per_key: 0, ..TableOptions::default() });
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
     assert!(table.may_contain(b"anything"));
@@ -494,9 +409,7 @@ fn block_cache_counts_and_shares_loads() {
 
     // Concurrent misses on one block: one storage read, the rest wait for it.
     storage.delay_ms.store(20, Ordering::Relaxed);
-    let results = block_on(futures::future::join_all(
-        (0..8).map(|_| table.get(&key, MAX_SEQ)),
-    ));
+    let results = block_on(futures::future::join_all((0..8).map(|_| table.get(&key, MAX_SEQ))));
     storage.delay_ms.store(0, Ordering::Relaxed);
     for r in results {
         assert!(!r.unwrap().is_empty());
@@ -571,11 +484,7 @@ fn read_everything(table: &Arc<Table>, entries: &[Entry]) -> Result<()> {
     }
     for (k, _, _, _) in entries {
         let got = get(table, k, MAX_SEQ)?;
-        assert_eq!(
-            got,
-            model_get(entries, k, MAX_SEQ),
-            "a damaged file returned wrong data"
-        );
+        assert_eq!(got, model_get(entries, k, MAX_SEQ), "a damaged file returned wrong data");
     }
     Ok(())
 }
@@ -620,14 +529,8 @@ fn flipped_data_block_byte_names_the_block() {
         get(&table, &entries[0].0, MAX_SEQ).unwrap(),
         model_get(&entries, &entries[0].0, MAX_SEQ)
     );
-    assert_eq!(
-        assert_corruption(scan_all(&table, 0), "scan"),
-        victim.offset
-    );
-    assert_eq!(
-        assert_corruption(scan_all(&table, 1 << 20), "compaction scan"),
-        victim.offset
-    );
+    assert_eq!(assert_corruption(scan_all(&table, 0), "scan"), victim.offset);
+    assert_eq!(assert_corruption(scan_all(&table, 1 << 20), "compaction scan"), victim.offset);
     // The iterator is invalid after an error.
     let mut it = table.iter(0);
     assert!(it.seek(&victim_key).is_err());
@@ -687,35 +590,23 @@ fn short_reads_are_corruption() {
 fn malformed_block_contents_with_valid_checksums() {
     // A writer bug rather than bit rot: the checksum matches but the entries are nonsense.
     let entries = dataset(50, 16);
-    let (data, _) = build(
-        &entries,
-        TableOptions {
-            compression: Compression::None,
-            ..TableOptions::default()
-        },
-    );
+    let (data, _) =
+        build(&entries, TableOptions { compression: Compression::None, ..TableOptions::default() });
     let (storage, cache) = store(data.clone());
     let table = open_table(&storage, PATH, &cache).unwrap();
     let h = table.index().handle(0);
     drop(table);
     let payload = h.offset as usize..(h.offset + h.size) as usize - 5;
-    for (at, value) in [
-        (0, 0xff),
-        (1, 0xff),
-        (2, 0xff),
-        (payload.len() - 1, 0x7f),
-        (payload.len() - 6, 0xff),
-    ] {
+    for (at, value) in
+        [(0, 0xff), (1, 0xff), (2, 0xff), (payload.len() - 1, 0x7f), (payload.len() - 6, 0xff)]
+    {
         let mut bad = data.to_vec();
         bad[payload.start + at] = value;
         let crc = framing::checksum(&bad[payload.start..payload.end + 1]);
         bad[payload.end + 1..payload.end + 5].copy_from_slice(&crc.to_le_bytes());
         let (storage, cache) = store(Bytes::from(bad));
         let r = open_table(&storage, PATH, &cache).and_then(|t| read_everything(&t, &entries));
-        assert_eq!(
-            assert_corruption(r, &format!("payload byte {at}")),
-            h.offset
-        );
+        assert_eq!(assert_corruption(r, &format!("payload byte {at}")), h.offset);
     }
 }
 
@@ -723,11 +614,6 @@ fn malformed_block_contents_with_valid_checksums() {
 fn missing_file_is_not_corruption() {
     let storage = MemStorage::new();
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let r = block_on(Table::open(
-        storage.as_ref(),
-        "nope.sst".into(),
-        1000,
-        cache,
-    ));
+    let r = block_on(Table::open(storage.as_ref(), "nope.sst".into(), 1000, cache));
     assert!(matches!(r, Err(Error::NotFound(_))), "{r:?}");
 }

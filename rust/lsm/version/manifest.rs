@@ -47,9 +47,7 @@ fn manifest_number(path: &str) -> Option<u64> {
 
 /// Writes manifest `number`; fails if it exists (another writer got there first).
 pub async fn write_manifest(storage: &dyn Storage, number: u64, data: &ManifestData) -> Result<()> {
-    storage
-        .put(&manifest_path(number), encode(data), WriteMode::CreateNew)
-        .await
+    storage.put(&manifest_path(number), encode(data), WriteMode::CreateNew).await
 }
 
 /// The newest manifest and its number, or None for an empty directory.
@@ -148,11 +146,7 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
     }
     for _ in 0..r.u32()? {
         let (start, end) = (r.bytes()?, r.bytes()?);
-        data.tombstones.push(RangeTombstone {
-            start,
-            end,
-            seq: r.u64()?,
-        });
+        data.tombstones.push(RangeTombstone { start, end, seq: r.u64()? });
     }
     for _ in 0..r.u32()? {
         let level = r.u8()?;
@@ -242,11 +236,7 @@ mod tests {
             next_file_number: 7,
             next_cf_id: 3,
             column_families: vec![("default".into(), 0), ("counts".into(), 2)],
-            tombstones: vec![RangeTombstone {
-                start: "a".into(),
-                end: "b".into(),
-                seq: 9,
-            }],
+            tombstones: vec![RangeTombstone { start: "a".into(), end: "b".into(), seq: 9 }],
             files: vec![FileRecord {
                 level: 1,
                 number: 5,
@@ -280,10 +270,7 @@ mod tests {
             assert!(decode("m", bad.into()).is_err(), "flip at {i} not detected");
         }
         for len in 0..bytes.len() {
-            assert!(
-                decode("m", bytes.slice(..len)).is_err(),
-                "truncation to {len} not detected"
-            );
+            assert!(decode("m", bytes.slice(..len)).is_err(), "truncation to {len} not detected");
         }
     }
 }

@@ -30,10 +30,7 @@ pub struct TableFile {
 
 impl std::fmt::Debug for TableFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableFile")
-            .field("path", &self.path)
-            .field("size", &self.size)
-            .finish()
+        f.debug_struct("TableFile").field("path", &self.path).field("size", &self.size).finish()
     }
 }
 
@@ -125,11 +122,7 @@ impl Version {
         smallest: &[u8],
         largest: &[u8],
     ) -> Vec<Arc<TableFile>> {
-        self.levels[level]
-            .iter()
-            .filter(|f| f.overlaps(smallest, largest))
-            .cloned()
-            .collect()
+        self.levels[level].iter().filter(|f| f.overlaps(smallest, largest)).cloned().collect()
     }
 
     /// The file of sorted level `level` (>= 1) whose range holds `key`.
@@ -143,12 +136,8 @@ impl Version {
     /// (Memtables only hold entries newer than any flushed tombstone: memtables flush in order.)
     pub fn forget_spent_tombstones(&mut self) {
         let levels = &self.levels;
-        self.tombstones.retain(|t| {
-            levels
-                .iter()
-                .flatten()
-                .any(|f| f.may_hold_entries_deleted_by(t))
-        });
+        self.tombstones
+            .retain(|t| levels.iter().flatten().any(|f| f.may_hold_entries_deleted_by(t)));
     }
 
     /// Highest sequence number among the range tombstones. Compaction applies all of them, and

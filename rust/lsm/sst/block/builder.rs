@@ -45,9 +45,7 @@ impl BlockBuilder {
         let trailer = pack_trailer(seq, kind).to_le_bytes();
         let shared = if self.counter < self.restart_interval && !self.buf.is_empty() {
             let key = user_key.iter().chain(trailer.iter());
-            key.zip(self.last_key.iter())
-                .take_while(|(a, b)| a == b)
-                .count()
+            key.zip(self.last_key.iter()).take_while(|(a, b)| a == b).count()
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.counter = 0;
@@ -61,8 +59,7 @@ impl BlockBuilder {
             self.buf.extend_from_slice(&user_key[shared..]);
             self.buf.extend_from_slice(&trailer);
         } else {
-            self.buf
-                .extend_from_slice(&trailer[shared - user_key.len()..]);
+            self.buf.extend_from_slice(&trailer[shared - user_key.len()..]);
         }
         self.buf.extend_from_slice(value);
 

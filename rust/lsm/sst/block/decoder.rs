@@ -63,17 +63,11 @@ impl Block {
                 Some(p) => r > p && r < restarts_at,
             };
             if !ok {
-                return Err(Malformed::new(format!(
-                    "restart point {i} at {r} out of order"
-                )));
+                return Err(Malformed::new(format!("restart point {i} at {r} out of order")));
             }
             prev = Some(r);
         }
-        Ok(Block {
-            data,
-            restarts_at,
-            num_restarts,
-        })
+        Ok(Block { data, restarts_at, num_restarts })
     }
 
     /// Bytes this block pins in memory, for cache weighing.
@@ -93,9 +87,7 @@ impl Block {
         let unshared = c.varint32()? as usize;
         let _value_len = c.varint32()?;
         if shared != 0 {
-            return Err(Malformed::new(format!(
-                "restart entry at {offset} shares {shared} bytes"
-            )));
+            return Err(Malformed::new(format!("restart entry at {offset} shares {shared} bytes")));
         }
         let key = c.bytes(unshared)?;
         let (user_key, seq, _) = split_internal_key(key, offset)?;
@@ -112,10 +104,7 @@ fn split_internal_key(key: &[u8], offset: usize) -> Decoded<(&[u8], SeqNo, Value
     };
     let trailer = read_u64_at(key, user_len)?;
     let (seq, kind) = unpack_trailer(trailer).ok_or_else(|| {
-        Malformed::new(format!(
-            "entry at {offset} has unknown value kind {}",
-            trailer & 0xff
-        ))
+        Malformed::new(format!("entry at {offset} has unknown value kind {}", trailer & 0xff))
     })?;
     Ok((&key[..user_len], seq, kind))
 }
@@ -264,12 +253,7 @@ mod tests {
     fn collect(it: &mut BlockIter) -> Vec<(Vec<u8>, SeqNo, ValueKind, Vec<u8>)> {
         let mut out = Vec::new();
         while it.valid() {
-            out.push((
-                it.user_key().to_vec(),
-                it.seq(),
-                it.kind(),
-                it.value().to_vec(),
-            ));
+            out.push((it.user_key().to_vec(), it.seq(), it.kind(), it.value().to_vec()));
             it.next().unwrap();
         }
         out
@@ -282,12 +266,7 @@ mod tests {
             // Three versions per key, newest first; one key equal to the previous key's prefix.
             for (j, seq) in [300u64, 200, 100].iter().enumerate() {
                 let kind = [ValueKind::Merge, ValueKind::Put, ValueKind::Delete][j];
-                v.push((
-                    key.clone(),
-                    seq + i as u64,
-                    kind,
-                    format!("v{i}-{j}").into_bytes(),
-                ));
+                v.push((key.clone(), seq + i as u64, kind, format!("v{i}-{j}").into_bytes()));
             }
         }
         v.insert(0, (b"ke".to_vec(), 5, ValueKind::Put, Vec::new()));
@@ -299,10 +278,8 @@ mod tests {
     fn roundtrip_and_seek() {
         let entries = sample();
         for interval in [1, 2, 16, 1000] {
-            let refs: Vec<_> = entries
-                .iter()
-                .map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..]))
-                .collect();
+            let refs: Vec<_> =
+                entries.iter().map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..])).collect();
             let block = build(&refs, interval);
             let mut it = BlockIter::new(block);
             assert!(!it.valid());
@@ -312,11 +289,7 @@ mod tests {
             // Seek to every entry exactly, and between versions.
             for (i, (k, s, _, _)) in entries.iter().enumerate() {
                 it.seek(k, *s).unwrap();
-                assert_eq!(
-                    collect(&mut it),
-                    entries[i..],
-                    "interval {interval} entry {i}"
-                );
+                assert_eq!(collect(&mut it), entries[i..], "interval {interval} entry {i}");
                 it.seek(k, s + 1).unwrap();
                 assert_eq!(it.seq(), *s);
             }
@@ -340,10 +313,8 @@ mod tests {
     #[test]
     fn malformed_blocks_error_without_panic() {
         let entries = sample();
-        let refs: Vec<_> = entries
-            .iter()
-            .map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..]))
-            .collect();
+        let refs: Vec<_> =
+            entries.iter().map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..])).collect();
         let mut b = BlockBuilder::new(4);
         for (k, s, kind, v) in &refs {
             b.add(k, *s, *kind, v);
