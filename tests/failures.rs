@@ -245,3 +245,28 @@ fn freezing_the_memtable_does_no_io() {
     let _pin = db.pin_live_files();
     assert_eq!(db.get(&cf, b"key000050").unwrap().unwrap(), "v-50");
 }
+
+#[test]
+fn bad_options_and_oversized_entries_are_refused_with_a_clear_error() {
+    let bad = DbOptions { memtable_bytes: 1, ..options() };
+    let err = Db::open_with_storage(memory("bad-options"), bad).err().expect("must refuse");
+    assert!(
+        matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("memtable_bytes"),
+        "{err}"
+    );
+    let bad = DbOptions { l0_stop_trigger: 2, l0_compaction_trigger: 4, ..options() };
+    let err = Db::open_with_storage(memory("bad-options"), bad).err().expect("must refuse");
+    assert!(err.to_string().contains("l0_stop_trigger"), "{err}");
+
+    let db = Db::open_with_storage(memory("oversized"), options()).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    let huge = vec![0u8; (1 << 30) + 1];
+    let err = db.put(&cf, b"k", &huge).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    drop(huge);
+    // Nothing was written, and the database goes on.
+    assert_eq!(db.get(&cf, b"k").unwrap(), None);
+    db.put(&cf, b"k", b"v").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(&cf, b"k").unwrap().unwrap(), "v");
+}

@@ -13,6 +13,16 @@ pub(crate) enum BatchOp {
     DeleteRange { start: Bytes, end: Bytes },
 }
 
+impl BatchOp {
+    /// Bytes the op's entry occupies in an SST (key + value).
+    pub(crate) fn entry_bytes(&self) -> usize {
+        match self {
+            BatchOp::Write { key, value, .. } => key.len() + value.len(),
+            BatchOp::DeleteRange { start, end } => start.len().max(end.len()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,

@@ -21,6 +21,7 @@ use crate::lsm::key::{MAX_SEQ, SeqNo};
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::sst::MAX_ENTRY_BYTES;
 use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
@@ -272,6 +273,13 @@ impl Db {
         self.inner.check_open()?;
         if batch.is_empty() {
             return Ok(());
+        }
+        // Refuse what no SST could hold now, rather than fail every flush later.
+        if let Some(len) = batch.ops.iter().map(BatchOp::entry_bytes).find(|&n| n > MAX_ENTRY_BYTES)
+        {
+            return Err(Error::invalid(format!(
+                "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
+            )));
         }
         let _writer = self.inner.write_lock.lock().unwrap();
         self.inner.wait_for_memtable_room()?;

@@ -15,7 +15,7 @@ use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, compare_internal};
 use crate::{Error, Result};
 
 /// Largest key + value accepted; block lengths are u32 on disk.
-const MAX_ENTRY_BYTES: usize = 1 << 30;
+pub const MAX_ENTRY_BYTES: usize = 1 << 30;
 /// Cap on `block_size` so that a block plus one maximal entry stays under 4 GiB.
 const MAX_BLOCK_SIZE: usize = 64 << 20;
 

@@ -36,7 +36,7 @@ use bytes::Bytes;
 use crate::lsm::key::SeqNo;
 
 pub(crate) use block::Block;
-pub use builder::TableBuilder;
+pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
 pub use iter::TableIterator;
 pub use table::Table;
 
