@@ -1,10 +1,12 @@
 //! ForSt-RS: Flink's disaggregated state store.
 //!
 //! Layers, top to bottom (arrows point down only):
+//! - `executor`: runs one encoded batch of Flink state requests (docs/BATCH_WIRE_FORMAT.md).
 //! - `lsm`: the LSM engine (memtable, SST files, versions, flush and compaction, iterators).
 //! - `storage`: the file-system seam the engine reads and writes through (object_store, wrappers).
 
 pub mod error;
+pub mod executor;
 pub mod lsm;
 pub mod storage;
 

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::lsm::column_family::{ColumnFamily, prefixed_key};
+use crate::lsm::column_family::{ColumnFamily, family_range, prefix_successor, prefixed_key};
 use crate::lsm::key::ValueKind;
 
 #[derive(Debug, Clone)]
@@ -50,6 +50,15 @@ impl WriteBatch {
     /// Deletes every key in [start, end) of `cf`.
     pub fn delete_range(&mut self, cf: &ColumnFamily, start: &[u8], end: &[u8]) {
         let (start, end) = (prefixed_key(cf.id, start), prefixed_key(cf.id, end));
+        self.bytes += start.len() + end.len();
+        self.ops.push(BatchOp::DeleteRange { start, end });
+    }
+
+    /// Deletes every key of `cf` that starts with `prefix` (a map state's entries).
+    pub fn delete_prefix(&mut self, cf: &ColumnFamily, prefix: &[u8]) {
+        let start = prefixed_key(cf.id, prefix);
+        // The successor of a prefixed key stays at or below the next family's first key.
+        let end = prefix_successor(&start).map_or_else(|| family_range(cf.id).1, Bytes::from);
         self.bytes += start.len() + end.len();
         self.ops.push(BatchOp::DeleteRange { start, end });
     }
