@@ -1,12 +1,14 @@
 //! ForSt-RS: Flink's disaggregated state store.
 //!
 //! Layers, top to bottom (arrows point down only):
+//! - `jni`: the JVM entry points (`org.forstrs.jni.ForStNative`), handles, errors as exceptions.
 //! - `executor`: runs one encoded batch of Flink state requests (docs/BATCH_WIRE_FORMAT.md).
 //! - `lsm`: the LSM engine (memtable, SST files, versions, flush and compaction, iterators).
 //! - `storage`: the file-system seam the engine reads and writes through (object_store, wrappers).
 
 pub mod error;
 pub mod executor;
+pub mod jni;
 pub mod lsm;
 pub mod storage;
 

@@ -1,0 +1,121 @@
+package org.forstrs.jni;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The native methods of ForSt-RS: every call from Java into the Rust engine goes through this
+ * class.
+ *
+ * <p>Databases are opaque {@code long} handles from {@link #open}; using a handle after {@link
+ * #close}, or a made-up one, throws {@link IllegalStateException}. Column families are {@code
+ * int} ids from {@link #createColumnFamily}; an unknown id throws {@link
+ * IllegalArgumentException}.
+ *
+ * <p>Keys, values and batches travel in <b>direct</b> {@link ByteBuffer}s, addressed by absolute
+ * offset and length (the buffers' position and limit are ignored and left unchanged). A null or
+ * heap buffer, a negative offset or length, or a range past the buffer's capacity throws {@link
+ * IllegalArgumentException}. While a call runs, the caller must not touch its buffers from another
+ * thread.
+ *
+ * <p>Errors: storage failures and corruption throw {@link java.io.IOException} (declared by no
+ * method: it is thrown from native code, callers catch {@link Exception} where they must tell it
+ * apart), bad input {@link IllegalArgumentException}, closed handles {@link
+ * IllegalStateException}, and a bug in native code (a Rust panic) {@link RuntimeException}. Each
+ * carries the native error text. None of them takes the JVM down.
+ */
+public final class ForStNative {
+
+    /** Returned by {@link #get} for a key without a value. */
+    public static final int NOT_FOUND = -1;
+
+    static {
+        NativeLibraryLoader.ensureLoaded();
+    }
+
+    private ForStNative() {}
+
+    /** Loads the native library if this class loader has not yet (also done on first use). */
+    public static void load() {
+        NativeLibraryLoader.ensureLoaded();
+    }
+
+    /**
+     * Opens (or creates) a database.
+     *
+     * @param url storage location: {@code file:///abs/dir}, an absolute path, {@code
+     *     memory://name} or {@code s3://bucket/prefix}
+     * @param options key/value pairs ({@code {"memtable-bytes", "67108864", ...}}), or null for the
+     *     defaults; an unknown key or bad value throws {@link IllegalArgumentException} naming the
+     *     key
+     * @return the database handle (never 0)
+     */
+    public static native long open(String url, String[] options);
+
+    /** Closes the database; unflushed writes are dropped (no WAL). The handle becomes invalid. */
+    public static native void close(long db);
+
+    /**
+     * Creates the column family {@code name}, or finds the existing one.
+     *
+     * @return its id, used by every other call and by the batch wire format
+     */
+    public static native int createColumnFamily(long db, String name);
+
+    /**
+     * Reads the value of a key into {@code out[outOffset, outOffset + outLength)}.
+     *
+     * @param outLength room for the value; at least 1
+     * @return the value's length, {@link #NOT_FOUND}, or {@code -(value length)} (at most -2) if
+     *     the value does not fit; then nothing is written and the caller retries with more room
+     */
+    public static native int get(
+            long db,
+            int cf,
+            ByteBuffer key,
+            int keyOffset,
+            int keyLength,
+            ByteBuffer out,
+            int outOffset,
+            int outLength);
+
+    /** Sets the value of a key. */
+    public static native void put(
+            long db,
+            int cf,
+            ByteBuffer key,
+            int keyOffset,
+            int keyLength,
+            ByteBuffer value,
+            int valueOffset,
+            int valueLength);
+
+    /** Appends to the list at a key (Flink's list state layout: elements joined by ','). */
+    public static native void merge(
+            long db,
+            int cf,
+            ByteBuffer key,
+            int keyOffset,
+            int keyLength,
+            ByteBuffer value,
+            int valueOffset,
+            int valueLength);
+
+    /** Deletes a key. */
+    public static native void delete(long db, int cf, ByteBuffer key, int keyOffset, int keyLength);
+
+    /** Writes every memtable to storage. */
+    public static native void flush(long db);
+
+    /**
+     * Runs one batch of state requests (docs/BATCH_WIRE_FORMAT.md): reads see the state before
+     * the batch, writes are applied atomically after the reads.
+     *
+     * @param request direct buffer holding the encoded batch in {@code [0, requestLength)}
+     * @param response direct buffer receiving the encoded responses from offset 0; must not overlap
+     *     {@code request}
+     * @return bytes written to {@code response}, or {@code -(bytes needed)} if it is too small, in
+     *     which case nothing was applied and the caller retries with a buffer at least that large
+     */
+    public static native long executeBatch(
+            long db, ByteBuffer request, int requestLength, ByteBuffer response);
+}

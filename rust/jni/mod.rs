@@ -1,0 +1,60 @@
+//! The JNI bridge: the only place where the JVM meets the engine.
+//!
+//! Every native method of `org.forstrs.jni.ForStNative` is in [`natives`]. Each one runs under
+//! [`guard::guard`]: panics are caught and errors become Java exceptions (see [`guard::Failure`]),
+//! so no input from Java can take the JVM down. Databases are reached through opaque `long`
+//! handles ([`handles`]); an unknown or closed handle is an `IllegalStateException`, never a
+//! dangling pointer. Keys, values and batches travel in direct `ByteBuffer`s ([`buffers`]).
+//!
+//! `JNI_OnLoad` keeps the `JavaVM` so that native threads which must call into Java (the Flink
+//! file-system bridge, later) can attach as daemons ([`attach_daemon`]) and never block JVM exit.
+
+pub mod buffers;
+pub mod guard;
+pub mod handles;
+pub mod natives;
+pub mod options;
+
+use std::ffi::c_void;
+
+use ::jni::sys::{JNI_ERR, JNI_VERSION_1_8, jint};
+use ::jni::{JNIEnv, JavaVM};
+use once_cell::sync::OnceCell;
+
+static JVM: OnceCell<JavaVM> = OnceCell::new();
+
+/// Called by the JVM when `System.load` loads this library.
+///
+/// # Safety
+/// Called only by the JVM, with a valid `JavaVM` pointer that stays valid for the life of the
+/// process.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn JNI_OnLoad(
+    vm: *mut ::jni::sys::JavaVM,
+    _reserved: *mut c_void,
+) -> jint {
+    // SAFETY: the JVM passes a valid pointer that outlives the library (see the function docs).
+    match unsafe { JavaVM::from_raw(vm) } {
+        Ok(vm) => {
+            // A second load of the same library file in one process reuses the first VM (there
+            // is only one JVM per process), so an already-set cell is fine.
+            let _ = JVM.set(vm);
+            JNI_VERSION_1_8
+        }
+        Err(_) => JNI_ERR,
+    }
+}
+
+/// The JVM that loaded this library, if it was loaded by a JVM.
+pub fn java_vm() -> Option<&'static JavaVM> {
+    JVM.get()
+}
+
+/// Attaches the calling native thread to the JVM as a daemon (it never keeps the JVM alive) and
+/// returns its environment; a thread already attached gets its existing environment.
+pub fn attach_daemon() -> crate::Result<JNIEnv<'static>> {
+    let vm = java_vm()
+        .ok_or_else(|| crate::Error::Closed("no JVM: library not loaded by Java".into()))?;
+    vm.attach_current_thread_as_daemon()
+        .map_err(|e| crate::Error::io("jvm", format!("cannot attach thread to the JVM: {e}")))
+}
