@@ -8,6 +8,11 @@ set -euo pipefail
 apt_packages=(clang libclang-dev librocksdb-dev)
 python3 --version >/dev/null 2>&1 || apt_packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || apt_packages+=(python3-pip)
+# Java 17 (JDK: javac, and libjvm for the JNI tests in cargo test) and Maven build java/.
+# scripts/test.sh points JAVA_HOME at Debian's JDK 17 when JAVA_HOME is unset.
+jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+[[ -x $jdk/bin/javac ]] || apt_packages+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || apt_packages+=(maven)
 
 missing=()
 for pkg in "${apt_packages[@]}"; do

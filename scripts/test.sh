@@ -23,4 +23,9 @@ cargo clippy --all-targets --release -- -D warnings
 step cargo test
 cargo test --release
 
-# ---- Java (JNI bindings, Flink integration): the `mvn verify` step goes here. ----
+# ---- Java (JNI bindings, Flink integration) ----
+# Builds libforst.so from this crate (same CARGO_TARGET_DIR), packages target/forstjni-<version>.jar
+# and runs the Java tests (surefire) and the tests of the packaged jar (failsafe, *ITCase).
+# Dependencies are cached in ~/.m2 across runs.
+step mvn verify
+mvn -B -ntp -f java/pom.xml verify

@@ -107,3 +107,118 @@ fn panic_text(payload: &Box<dyn Any + Send>) -> String {
         "(non-string panic payload)".to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use ::jni::objects::{JObject, JString};
+    use ::jni::{InitArgsBuilder, JNIVersion, JavaVM};
+
+    use super::*;
+
+    /// One JVM per test process (the JNI invocation API allows no second one).
+    fn vm() -> &'static JavaVM {
+        static VM: OnceLock<JavaVM> = OnceLock::new();
+        VM.get_or_init(|| {
+            let args = InitArgsBuilder::new()
+                .version(JNIVersion::V8)
+                .option("-Xcheck:jni")
+                .build()
+                .unwrap();
+            JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)")
+        })
+    }
+
+    fn call_string(env: &mut JNIEnv<'_>, object: &JObject<'_>, method: &str) -> String {
+        let value =
+            env.call_method(object, method, "()Ljava/lang/String;", &[]).unwrap().l().unwrap();
+        if value.is_null() {
+            String::new()
+        } else {
+            env.get_string(&JString::from(value)).unwrap().into()
+        }
+    }
+
+    /// Runs `body` under `guard`; returns its result and the pending exception's (class, message).
+    fn run(
+        body: impl FnOnce(&mut JNIEnv<'_>) -> JniResult<i32>,
+    ) -> (i32, Option<(String, String)>) {
+        let mut env = vm().attach_current_thread().unwrap();
+        let result = guard(&mut env, |env| body(env));
+        if !env.exception_check().unwrap() {
+            return (result, None);
+        }
+        let exception = env.exception_occurred().unwrap();
+        env.exception_clear().unwrap();
+        let class = env
+            .call_method(&exception, "getClass", "()Ljava/lang/Class;", &[])
+            .unwrap()
+            .l()
+            .unwrap();
+        let class_name = call_string(&mut env, &class, "getName");
+        let message = call_string(&mut env, &exception, "getMessage");
+        (result, Some((class_name, message)))
+    }
+
+    fn thrown(failure: Failure) -> (String, String) {
+        run(|_| Err(failure)).1.expect("an exception")
+    }
+
+    #[test]
+    fn success_throws_nothing() {
+        assert_eq!(run(|_| Ok(7)), (7, None));
+    }
+
+    #[test]
+    fn a_panic_becomes_a_runtime_exception_with_its_text() {
+        let (result, exception) = run(|_| panic!("boom {}", 42));
+        assert_eq!(result, 0);
+        let (class, message) = exception.unwrap();
+        assert_eq!(class, "java.lang.RuntimeException");
+        assert!(message.contains("boom 42"), "{message}");
+        // The JVM and the thread keep working.
+        assert_eq!(run(|_| Ok(1)), (1, None));
+    }
+
+    #[test]
+    fn engine_errors_map_to_their_java_exceptions() {
+        let cases = [
+            (
+                Error::corruption("000001.sst", 17, "bad checksum"),
+                "java.io.IOException",
+                "000001.sst",
+            ),
+            (Error::io("s3://b/x", "connection reset"), "java.io.IOException", "connection reset"),
+            (Error::NotFound("MANIFEST-9".into()), "java.io.IOException", "MANIFEST-9"),
+            (Error::invalid("key too long"), "java.lang.IllegalArgumentException", "key too long"),
+            (
+                Error::Closed("db is closed".into()),
+                "java.lang.IllegalStateException",
+                "db is closed",
+            ),
+        ];
+        for (error, class, text) in cases {
+            let (thrown_class, message) = thrown(Failure::Engine(error));
+            assert_eq!(thrown_class, class);
+            assert!(message.contains(text), "{message}");
+        }
+        assert_eq!(
+            thrown(Failure::IllegalState("handle 5".into())).0,
+            "java.lang.IllegalStateException"
+        );
+        assert_eq!(
+            thrown(Failure::IllegalArgument("null".into())).0,
+            "java.lang.IllegalArgumentException"
+        );
+    }
+
+    #[test]
+    fn an_exception_already_pending_is_kept() {
+        let (_, exception) = run(|env| {
+            env.throw_new("java/lang/ArithmeticException", "from Java").unwrap();
+            Err(Failure::Jni(::jni::errors::Error::JavaException))
+        });
+        assert_eq!(exception, Some(("java.lang.ArithmeticException".into(), "from Java".into())));
+    }
+}
