@@ -1,0 +1,378 @@
+package org.forstrs.flink;
+
+import org.apache.flink.api.common.ExecutionConfig;
+import org.apache.flink.api.common.state.v2.State;
+import org.apache.flink.api.common.state.v2.StateDescriptor;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.runtime.asyncprocessing.StateExecutor;
+import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
+import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.state.AsyncKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointStreamFactory;
+import org.apache.flink.runtime.state.CompositeKeySerializationUtils;
+import org.apache.flink.runtime.state.HeapPriorityQueuesManager;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
+import org.apache.flink.runtime.state.Keyed;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.PriorityComparable;
+import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
+import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.runtime.state.v2.internal.InternalKeyedState;
+import org.apache.flink.runtime.state.v2.ttl.TtlStateFactory;
+import org.apache.flink.util.FileUtils;
+import org.apache.flink.util.FlinkRuntimeException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.annotation.Nonnull;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.RunnableFuture;
+import java.util.function.Supplier;
+
+/**
+ * The async keyed state backend of ForSt-RS: one native DB per backend instance, one column family
+ * per state (named by the state id), timers on Flink's heap priority queue.
+ */
+public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ForStKeyedStateBackend.class);
+
+    /** Initial capacity of each timer queue per key group. */
+    private static final int PQ_INITIAL_CAPACITY = 128;
+
+    private final NativeDb db;
+    private final String dbUri;
+    private final ExecutionConfig executionConfig;
+    private final TypeSerializer<K> keySerializer;
+    private final int keyGroupPrefixBytes;
+    private final KeyGroupRange keyGroupRange;
+    private final TtlTimeProvider ttlTimeProvider;
+    private final HeapPriorityQueuesManager priorityQueues;
+    private final int executorThreads;
+
+    private final Map<String, InternalKeyedState<K, ?, ?>> statesById = new HashMap<>();
+    private final Map<String, StateDescriptor.Type> typesById = new HashMap<>();
+    private final Map<String, Integer> columnFamilies = new HashMap<>();
+
+    private final Object lock = new Object();
+    private final List<ForStStateExecutor> executors = new ArrayList<>();
+    private boolean disposed;
+
+    private StateRequestHandler stateRequestHandler;
+
+    private ForStKeyedStateBackend(
+            NativeDb db,
+            String dbUri,
+            ExecutionConfig executionConfig,
+            TypeSerializer<K> keySerializer,
+            int numberOfKeyGroups,
+            KeyGroupRange keyGroupRange,
+            TtlTimeProvider ttlTimeProvider,
+            int executorThreads) {
+        this.db = db;
+        this.dbUri = dbUri;
+        this.executionConfig = executionConfig;
+        this.keySerializer = keySerializer;
+        this.keyGroupPrefixBytes =
+                CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix(
+                        numberOfKeyGroups);
+        this.keyGroupRange = keyGroupRange;
+        this.ttlTimeProvider = ttlTimeProvider;
+        this.executorThreads = executorThreads;
+        this.priorityQueues =
+                new HeapPriorityQueuesManager(
+                        new HashMap<>(),
+                        new HeapPriorityQueueSetFactory(
+                                keyGroupRange, numberOfKeyGroups, PQ_INITIAL_CAPACITY),
+                        keyGroupRange,
+                        numberOfKeyGroups);
+    }
+
+    /**
+     * Opens the backend's DB at {@code dbUri} (a leftover of an earlier run at that place is
+     * removed first).
+     *
+     * @param executorThreads threads per state executor; 0: batches run on the task thread
+     */
+    static <K> ForStKeyedStateBackend<K> open(
+            KeyedStateBackendParameters<K> parameters,
+            ExecutionConfig executionConfig,
+            String dbUri,
+            String[] nativeOptions,
+            int executorThreads)
+            throws IOException {
+        if (!parameters.getStateHandles().isEmpty()) {
+            throw new UnsupportedOperationException(
+                    "The ForSt-RS state backend cannot restore keyed state yet ("
+                            + parameters.getStateHandles().size()
+                            + " state handles for "
+                            + parameters.getOperatorIdentifier()
+                            + ")");
+        }
+        deleteDirectory(dbUri);
+        File local = localDirectory(dbUri);
+        if (local != null) {
+            Files.createDirectories(local.toPath());
+        }
+        NativeDb db = NativeDb.open(dbUri, nativeOptions);
+        return new ForStKeyedStateBackend<>(
+                db,
+                dbUri,
+                executionConfig,
+                parameters.getKeySerializer(),
+                parameters.getNumberOfKeyGroups(),
+                parameters.getKeyGroupRange(),
+                parameters.getTtlTimeProvider(),
+                executorThreads);
+    }
+
+    /** Where the DB's files are (a URI string). */
+    public String getDbUri() {
+        return dbUri;
+    }
+
+    @Override
+    public void setup(@Nonnull StateRequestHandler stateRequestHandler) {
+        this.stateRequestHandler = stateRequestHandler;
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public <N, S extends State, SV> S getOrCreateKeyedState(
+            N defaultNamespace,
+            TypeSerializer<N> namespaceSerializer,
+            StateDescriptor<SV> stateDesc)
+            throws Exception {
+        InternalKeyedState<K, ?, ?> state = statesById.get(stateDesc.getStateId());
+        if (state == null) {
+            if (!stateDesc.isSerializerInitialized()) {
+                stateDesc.initializeSerializerUnlessSet(executionConfig);
+            }
+            state =
+                    TtlStateFactory.createStateAndWrapWithTtlIfEnabled(
+                            defaultNamespace,
+                            namespaceSerializer,
+                            stateDesc,
+                            this,
+                            ttlTimeProvider);
+            statesById.put(stateDesc.getStateId(), state);
+        }
+        return (S) state;
+    }
+
+    @Nonnull
+    @Override
+    @SuppressWarnings({"unchecked", "rawtypes"}) // the interface's bound is a raw type
+    public <N, S extends InternalKeyedState, SV> S createStateInternal(
+            @Nonnull N defaultNamespace,
+            @Nonnull TypeSerializer<N> namespaceSerializer,
+            @Nonnull StateDescriptor<SV> stateDesc)
+            throws Exception {
+        if (stateRequestHandler == null) {
+            throw new IllegalStateException(
+                    "setup(StateRequestHandler) must be called before states are created");
+        }
+        if (!stateDesc.isSerializerInitialized()) {
+            stateDesc.initializeSerializerUnlessSet(executionConfig);
+        }
+        String id = stateDesc.getStateId();
+        StateDescriptor.Type previous = typesById.putIfAbsent(id, stateDesc.getType());
+        if (previous != null && previous != stateDesc.getType()) {
+            throw new IllegalStateException(
+                    "State '"
+                            + id
+                            + "' was created as "
+                            + previous
+                            + ", now requested as "
+                            + stateDesc.getType());
+        }
+        int cf = columnFamily(id);
+        KeySerde<K, N> keys =
+                new KeySerde<>(keyBuilderFactory(), namespaceSerializer, defaultNamespace);
+        switch (stateDesc.getType()) {
+            case VALUE:
+                return (S)
+                        new ForStValueState<>(
+                                stateRequestHandler, stateDesc.getSerializer(), cf, keys);
+            default:
+                throw new UnsupportedOperationException(
+                        "The ForSt-RS state backend does not support "
+                                + stateDesc.getType()
+                                + " state yet (state '"
+                                + id
+                                + "')");
+        }
+    }
+
+    private int columnFamily(String stateId) {
+        Integer cf = columnFamilies.get(stateId);
+        if (cf == null) {
+            if ("default".equals(stateId)) {
+                throw new IllegalArgumentException(
+                        "'default' is reserved and cannot name a state");
+            }
+            cf = db.createColumnFamily(stateId);
+            columnFamilies.put(stateId, cf);
+        }
+        return cf;
+    }
+
+    private Supplier<SerializedCompositeKeyBuilder<K>> keyBuilderFactory() {
+        TypeSerializer<K> template = keySerializer;
+        int prefixBytes = keyGroupPrefixBytes;
+        return () -> new SerializedCompositeKeyBuilder<>(template.duplicate(), prefixBytes, 32);
+    }
+
+    @Nonnull
+    @Override
+    public StateExecutor createStateExecutor() {
+        synchronized (lock) {
+            if (disposed) {
+                throw new FlinkRuntimeException(
+                        "Cannot create a state executor: the ForSt-RS keyed backend is disposed");
+            }
+            ForStStateExecutor executor = new ForStStateExecutor(db, executorThreads);
+            executors.add(executor);
+            return executor;
+        }
+    }
+
+    @Override
+    public KeyGroupRange getKeyGroupRange() {
+        return keyGroupRange;
+    }
+
+    @Override
+    public boolean isSafeToReuseKVState() {
+        return true;
+    }
+
+    @Override
+    public String getBackendTypeIdentifier() {
+        return ForStStateBackend.NAME;
+    }
+
+    @Nonnull
+    @Override
+    public RunnableFuture<SnapshotResult<KeyedStateHandle>> snapshot(
+            long checkpointId,
+            long timestamp,
+            @Nonnull CheckpointStreamFactory streamFactory,
+            @Nonnull CheckpointOptions checkpointOptions) {
+        throw new UnsupportedOperationException(
+                "The ForSt-RS state backend does not support checkpoints or savepoints yet"
+                        + " (checkpoint "
+                        + checkpointId
+                        + ")");
+    }
+
+    @Override
+    public void notifyCheckpointComplete(long checkpointId) {}
+
+    @Override
+    public void notifyCheckpointSubsumed(long checkpointId) {}
+
+    @Nonnull
+    @Override
+    public <T extends HeapPriorityQueueElement & PriorityComparable<? super T> & Keyed<?>>
+            KeyGroupedInternalPriorityQueue<T> create(
+                    @Nonnull String stateName,
+                    @Nonnull TypeSerializer<T> byteOrderedElementSerializer) {
+        return priorityQueues.createOrUpdate(stateName, byteOrderedElementSerializer);
+    }
+
+    @Override
+    public <T extends HeapPriorityQueueElement & PriorityComparable<? super T> & Keyed<?>>
+            KeyGroupedInternalPriorityQueue<T> create(
+                    @Nonnull String stateName,
+                    @Nonnull TypeSerializer<T> byteOrderedElementSerializer,
+                    boolean allowFutureMetadataUpdates) {
+        return priorityQueues.createOrUpdate(
+                stateName, byteOrderedElementSerializer, allowFutureMetadataUpdates);
+    }
+
+    @Override
+    public void dispose() {
+        synchronized (lock) {
+            if (disposed) {
+                return;
+            }
+            disposed = true;
+            for (ForStStateExecutor executor : executors) {
+                executor.shutdown();
+            }
+            executors.clear();
+            try {
+                db.close();
+            } catch (Throwable t) {
+                LOG.warn("Closing the ForSt-RS database at {} failed", dbUri, t);
+            }
+            try {
+                deleteDirectory(dbUri);
+            } catch (Throwable t) {
+                LOG.warn("Could not delete the ForSt-RS database at {}", dbUri, t);
+            }
+            statesById.clear();
+        }
+    }
+
+    @Override
+    public void close() {
+        dispose();
+    }
+
+    /** Whether the DB is closed (after {@link #dispose()}). */
+    boolean isDisposed() {
+        synchronized (lock) {
+            return disposed;
+        }
+    }
+
+    /** The local directory of a {@code file://} URI; null for other schemes. */
+    static File localDirectory(String uri) {
+        URI parsed = URI.create(uri);
+        return "file".equals(parsed.getScheme()) ? new File(parsed.getPath()) : null;
+    }
+
+    /**
+     * Deletes the DB directory, then its parents up to the job directory if they are left empty.
+     */
+    static void deleteDirectory(String uri) throws IOException {
+        File local = localDirectory(uri);
+        if (local != null) {
+            FileUtils.deleteDirectory(local);
+            File parent = local.getParentFile();
+            for (int i = 0; i < 2 && parent != null; i++) {
+                try {
+                    Files.deleteIfExists(parent.toPath());
+                } catch (DirectoryNotEmptyException e) {
+                    break;
+                }
+                parent = parent.getParentFile();
+            }
+            return;
+        }
+        Path path = new Path(uri);
+        FileSystem fs = path.getFileSystem();
+        if (fs.exists(path)) {
+            fs.delete(path, true);
+        }
+    }
+}

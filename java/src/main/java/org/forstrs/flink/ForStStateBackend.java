@@ -1,0 +1,223 @@
+package org.forstrs.flink;
+
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.execution.Environment;
+import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.AbstractManagedMemoryStateBackend;
+import org.apache.flink.runtime.state.ConfigurableStateBackend;
+import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
+import org.apache.flink.runtime.state.OperatorStateBackend;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.File;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Flink's disaggregated state backend with the Rust engine: keyed state lives in one native DB
+ * per keyed backend under {@code <primary-dir>/<job>/<operator>/<subtask attempt>}; every batch
+ * of the async execution controller is one native call.
+ *
+ * <p>Operators must enable async state ({@code KeyedStream#enableAsyncState()}, or SQL's {@code
+ * table.exec.async-state.enabled}); the synchronous keyed path is not there yet. Operator state
+ * stays on Flink's heap ({@code DefaultOperatorStateBackend}).
+ */
+public class ForStStateBackend extends AbstractManagedMemoryStateBackend
+        implements ConfigurableStateBackend {
+
+    private static final long serialVersionUID = 1L;
+
+    private static final Logger LOG = LoggerFactory.getLogger(ForStStateBackend.class);
+
+    /** The name the backend reports to Flink (also {@code state.backend.type: forst}). */
+    public static final String NAME = "forst";
+
+    /** Budget bounds per keyed backend; outside them the engine's defaults are poor. */
+    private static final long MIN_MEMTABLE_BYTES = 1L << 20;
+
+    private static final long MIN_BLOCK_CACHE_BYTES = 1L << 20;
+
+    /** Memtables kept by the engine at once: one active plus frozen ones waiting for flush. */
+    static final int MEMTABLES = 3;
+
+    /** The {@code state.backend.forst.*} keys set explicitly on this instance. */
+    private final Map<String, String> explicitSettings;
+
+    private final ForStBackendConfig config;
+
+    /** A backend with defaults; the cluster configuration applies through {@link #configure}. */
+    public ForStStateBackend() {
+        this(new Configuration());
+    }
+
+    /**
+     * A backend with settings of its own ({@code state.backend.forst.*} keys); they win over the
+     * cluster configuration in {@link #configure}.
+     */
+    public ForStStateBackend(ReadableConfig settings) {
+        this.explicitSettings = Map.copyOf(settings.toMap());
+        this.config = ForStBackendConfig.fromConfig(settings);
+    }
+
+    private ForStStateBackend(Map<String, String> explicitSettings, ForStBackendConfig config) {
+        this.explicitSettings = explicitSettings;
+        this.config = config;
+    }
+
+    @Override
+    public ForStStateBackend configure(ReadableConfig clusterConfig, ClassLoader classLoader)
+            throws IllegalConfigurationException {
+        Configuration merged = Configuration.fromMap(clusterConfig.toMap());
+        merged.addAll(Configuration.fromMap(explicitSettings));
+        return new ForStStateBackend(explicitSettings, ForStBackendConfig.fromConfig(merged));
+    }
+
+    /** The validated settings in effect. */
+    public ForStBackendConfig getConfig() {
+        return config;
+    }
+
+    @Override
+    public String getName() {
+        return NAME;
+    }
+
+    @Override
+    public boolean supportsAsyncKeyedStateBackend() {
+        return true;
+    }
+
+    @Override
+    public boolean supportsSavepointFormat(SavepointFormatType formatType) {
+        return false;
+    }
+
+    @Override
+    public <K> AbstractKeyedStateBackend<K> createKeyedStateBackend(
+            KeyedStateBackendParameters<K> parameters) {
+        throw new UnsupportedOperationException(
+                "The ForSt-RS state backend keeps keyed state only for operators with async state"
+                        + " enabled (DataStream: KeyedStream#enableAsyncState(); SQL:"
+                        + " table.exec.async-state.enabled: true). Operator '"
+                        + parameters.getOperatorIdentifier()
+                        + "' uses synchronous keyed state, which this backend does not support"
+                        + " yet.");
+    }
+
+    @Override
+    public <K> ForStKeyedStateBackend<K> createAsyncKeyedStateBackend(
+            KeyedStateBackendParameters<K> parameters) throws Exception {
+        Environment env = parameters.getEnv();
+        String dbUri = dbUri(env, parameters.getJobID(), parameters.getOperatorIdentifier());
+        long[] memory = memoryBudget(env, parameters.getManagedMemoryFraction());
+        LOG.info(
+                "Opening ForSt-RS keyed state of {} at {} (memtable {} bytes, block cache {} bytes)",
+                parameters.getOperatorIdentifier(),
+                dbUri,
+                memory[0],
+                memory[1]);
+        return ForStKeyedStateBackend.open(
+                parameters,
+                env.getExecutionConfig(),
+                dbUri,
+                nativeOptions(memory),
+                config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+    }
+
+    @Override
+    public OperatorStateBackend createOperatorStateBackend(
+            OperatorStateBackendParameters parameters) throws Exception {
+        Environment env = parameters.getEnv();
+        return new DefaultOperatorStateBackendBuilder(
+                        env.getUserCodeClassLoader().asClassLoader(),
+                        env.getExecutionConfig(),
+                        true,
+                        parameters.getStateHandles(),
+                        parameters.getCancelStreamRegistry())
+                .build();
+    }
+
+    /** {@code <primary-dir>/<job>/op_<operator>/<subtask>_attempt_<n>} as a URI string. */
+    String dbUri(Environment env, JobID jobId, String operatorIdentifier) {
+        String base = config.getPrimaryDir();
+        if (base == null) {
+            base = "file://" + chooseLocalDir(env).getAbsolutePath() + "/forst-rs";
+        }
+        String operator = operatorIdentifier.replaceAll("[^a-zA-Z0-9\\-]", "_");
+        return base
+                + "/"
+                + jobId
+                + "/op_"
+                + operator
+                + "/subtask_"
+                + env.getTaskInfo().getIndexOfThisSubtask()
+                + "_attempt_"
+                + env.getTaskInfo().getAttemptNumber();
+    }
+
+    private File chooseLocalDir(Environment env) {
+        List<String> dirs = config.getLocalDirs();
+        if (dirs == null) {
+            return env.getTaskManagerInfo().getTmpWorkingDirectory();
+        }
+        return new File(dirs.get(ThreadLocalRandom.current().nextInt(dirs.size())));
+    }
+
+    /**
+     * {memtable bytes, block cache bytes} for one keyed backend, or {0, 0} for the engine's
+     * defaults (no budget configured).
+     */
+    long[] memoryBudget(Environment env, double managedMemoryFraction) {
+        long budget;
+        MemorySize perSlot = config.getFixedPerSlot();
+        MemorySize perTm = config.getFixedPerTm();
+        if (perSlot != null) {
+            budget = (long) (perSlot.getBytes() * fractionOrOne(managedMemoryFraction));
+        } else if (perTm != null) {
+            int slots =
+                    Math.max(
+                            1,
+                            env.getTaskManagerInfo()
+                                    .getConfiguration()
+                                    .get(TaskManagerOptions.NUM_TASK_SLOTS));
+            budget = (long) (perTm.getBytes() / slots * fractionOrOne(managedMemoryFraction));
+        } else if (config.isManagedMemory() && managedMemoryFraction > 0) {
+            budget = env.getMemoryManager().computeMemorySize(managedMemoryFraction);
+        } else {
+            return new long[] {0, 0};
+        }
+        long writeBuffers = (long) (budget * config.getWriteBufferRatio());
+        long memtable = Math.max(MIN_MEMTABLE_BYTES, writeBuffers / MEMTABLES);
+        long cache = Math.max(MIN_BLOCK_CACHE_BYTES, budget - writeBuffers);
+        return new long[] {memtable, cache};
+    }
+
+    private static double fractionOrOne(double fraction) {
+        return fraction > 0 && fraction <= 1 ? fraction : 1.0;
+    }
+
+    private static String[] nativeOptions(long[] memory) {
+        if (memory[0] == 0) {
+            return new String[0];
+        }
+        return new String[] {
+            "memtable-bytes", Long.toString(memory[0]),
+            "max-frozen-memtables", Integer.toString(MEMTABLES - 1),
+            "block-cache-bytes", Long.toString(memory[1]),
+        };
+    }
+
+    @Override
+    public String toString() {
+        return "ForStStateBackend (ForSt-RS) " + config;
+    }
+}

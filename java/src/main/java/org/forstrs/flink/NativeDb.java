@@ -1,0 +1,92 @@
+package org.forstrs.flink;
+
+import org.forstrs.jni.ForStNative;
+
+import java.io.Closeable;
+import java.nio.ByteBuffer;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * One open native database. Calls run under a read lock and {@link #close} takes the write lock,
+ * so the handle is never closed while a batch still runs on it; calls after close throw {@link
+ * IllegalStateException}.
+ */
+final class NativeDb implements Closeable {
+
+    private final String uri;
+    private final long handle;
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private boolean closed;
+
+    private NativeDb(String uri, long handle) {
+        this.uri = uri;
+        this.handle = handle;
+    }
+
+    static NativeDb open(String uri, String[] options) {
+        return new NativeDb(uri, ForStNative.open(uri, options));
+    }
+
+    String uri() {
+        return uri;
+    }
+
+    int createColumnFamily(String name) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.createColumnFamily(handle, name);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** See {@link ForStNative#executeBatch}. */
+    long executeBatch(ByteBuffer request, int requestLength, ByteBuffer response) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.executeBatch(handle, request, requestLength, response);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    void flush() {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.flush(handle);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("ForSt-RS database " + uri + " is closed");
+        }
+    }
+
+    boolean isClosed() {
+        lock.readLock().lock();
+        try {
+            return closed;
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.writeLock().lock();
+        try {
+            if (!closed) {
+                closed = true;
+                ForStNative.close(handle);
+            }
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+}
