@@ -110,25 +110,10 @@ fn panic_text(payload: &Box<dyn Any + Send>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::OnceLock;
-
     use ::jni::objects::{JObject, JString};
-    use ::jni::{InitArgsBuilder, JNIVersion, JavaVM};
 
     use super::*;
-
-    /// One JVM per test process (the JNI invocation API allows no second one).
-    fn vm() -> &'static JavaVM {
-        static VM: OnceLock<JavaVM> = OnceLock::new();
-        VM.get_or_init(|| {
-            let args = InitArgsBuilder::new()
-                .version(JNIVersion::V8)
-                .option("-Xcheck:jni")
-                .build()
-                .unwrap();
-            JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)")
-        })
-    }
+    use crate::jni::test_jvm::vm;
 
     fn call_string(env: &mut JNIEnv<'_>, object: &JObject<'_>, method: &str) -> String {
         let value =

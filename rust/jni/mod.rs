@@ -58,3 +58,53 @@ pub fn attach_daemon() -> crate::Result<JNIEnv<'static>> {
     vm.attach_current_thread_as_daemon()
         .map_err(|e| crate::Error::io("jvm", format!("cannot attach thread to the JVM: {e}")))
 }
+
+/// The JVM of `cargo test` (one per test process: the invocation API allows no second one).
+#[cfg(test)]
+pub(crate) mod test_jvm {
+    use std::sync::OnceLock;
+
+    use ::jni::{InitArgsBuilder, JNIVersion, JavaVM};
+
+    pub fn vm() -> &'static JavaVM {
+        static VM: OnceLock<JavaVM> = OnceLock::new();
+        VM.get_or_init(|| {
+            let args = InitArgsBuilder::new()
+                .version(JNIVersion::V8)
+                .option("-Xcheck:jni")
+                .build()
+                .unwrap();
+            JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_threads_attach_as_daemons() {
+        let vm = test_jvm::vm();
+        // What JNI_OnLoad does when Java loads the library.
+        // SAFETY: the pointer comes from a live JavaVM that lives for the whole test process.
+        let _ = JVM.set(unsafe { JavaVM::from_raw(vm.get_java_vm_pointer()) }.unwrap());
+        let daemon = std::thread::spawn(|| {
+            let mut env = attach_daemon().unwrap();
+            let thread = env
+                .call_static_method(
+                    "java/lang/Thread",
+                    "currentThread",
+                    "()Ljava/lang/Thread;",
+                    &[],
+                )
+                .unwrap()
+                .l()
+                .unwrap();
+            env.call_method(&thread, "isDaemon", "()Z", &[]).unwrap().z().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(daemon);
+    }
+}
