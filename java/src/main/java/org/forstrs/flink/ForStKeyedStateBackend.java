@@ -1,6 +1,9 @@
 package org.forstrs.flink;
 
 import org.apache.flink.api.common.ExecutionConfig;
+import org.apache.flink.api.common.state.v2.AggregatingStateDescriptor;
+import org.apache.flink.api.common.state.v2.MapStateDescriptor;
+import org.apache.flink.api.common.state.v2.ReducingStateDescriptor;
 import org.apache.flink.api.common.state.v2.State;
 import org.apache.flink.api.common.state.v2.StateDescriptor;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
@@ -211,6 +214,35 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 return (S)
                         new ForStValueState<>(
                                 stateRequestHandler, stateDesc.getSerializer(), cf, keys);
+            case LIST:
+                return (S)
+                        new ForStListState<>(
+                                stateRequestHandler, stateDesc.getSerializer(), cf, keys);
+            case MAP:
+                return (S)
+                        new ForStMapState<>(
+                                stateRequestHandler,
+                                ((MapStateDescriptor<?, SV>) stateDesc).getUserKeySerializer(),
+                                stateDesc.getSerializer(),
+                                cf,
+                                keys);
+            case REDUCING:
+                return (S)
+                        new ForStReducingState<>(
+                                stateRequestHandler,
+                                ((ReducingStateDescriptor<SV>) stateDesc).getReduceFunction(),
+                                stateDesc.getSerializer(),
+                                cf,
+                                keys);
+            case AGGREGATING:
+                return (S)
+                        new ForStAggregatingState<>(
+                                stateRequestHandler,
+                                ((AggregatingStateDescriptor<?, SV, ?>) stateDesc)
+                                        .getAggregateFunction(),
+                                stateDesc.getSerializer(),
+                                cf,
+                                keys);
             default:
                 throw new UnsupportedOperationException(
                         "The ForSt-RS state backend does not support "

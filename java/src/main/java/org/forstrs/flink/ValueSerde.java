@@ -1,0 +1,97 @@
+package org.forstrs.flink;
+
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * Per-thread buffers to serialize values, and Flink's list layout (elements joined by the byte
+ * {@code ','}, the layout the engine's merge operator appends to).
+ */
+final class ValueSerde {
+
+    static final byte LIST_DELIMITER = ',';
+
+    private static final ThreadLocal<DataOutputSerializer> OUT =
+            ThreadLocal.withInitial(() -> new DataOutputSerializer(128));
+
+    private ValueSerde() {}
+
+    /** A cleared per-thread output; its bytes are valid until the thread's next call. */
+    static DataOutputSerializer output() {
+        DataOutputSerializer out = OUT.get();
+        out.clear();
+        return out;
+    }
+
+    static <T> byte[] serialize(TypeSerializer<T> serializer, T value) throws IOException {
+        DataOutputSerializer out = output();
+        serializer.serialize(value, out);
+        return out.getCopyOfBuffer();
+    }
+
+    static <T> T deserialize(TypeSerializer<T> serializer, byte[] bytes) throws IOException {
+        return serializer.deserialize(new DataInputDeserializer(bytes));
+    }
+
+    /** The elements joined by {@link #LIST_DELIMITER}; nulls are refused like Flink does. */
+    static <T> byte[] serializeList(TypeSerializer<T> serializer, List<T> values)
+            throws IOException {
+        DataOutputSerializer out = output();
+        boolean first = true;
+        for (T value : values) {
+            if (value == null) {
+                throw new NullPointerException("List state does not accept null elements");
+            }
+            if (!first) {
+                out.writeByte(LIST_DELIMITER);
+            }
+            first = false;
+            serializer.serialize(value, out);
+        }
+        return out.getCopyOfBuffer();
+    }
+
+    static <T> List<T> deserializeList(TypeSerializer<T> serializer, byte[] bytes)
+            throws IOException {
+        List<T> values = new ArrayList<>();
+        DataInputDeserializer in = new DataInputDeserializer(bytes);
+        while (in.available() > 0) {
+            values.add(serializer.deserialize(in));
+            if (in.available() > 0) {
+                byte delimiter = in.readByte();
+                if (delimiter != LIST_DELIMITER) {
+                    throw new IOException(
+                            "Corrupt list state: expected ',' between elements, found byte "
+                                    + delimiter);
+                }
+            }
+        }
+        return values;
+    }
+
+    /** Runs {@code body}, failing the request (instead of throwing) if it throws. */
+    static <T> void completeWith(
+            org.apache.flink.runtime.asyncprocessing.StateRequest<?, ?, ?, ?> request,
+            ThrowingSupplier<T> body) {
+        T result;
+        try {
+            result = body.get();
+        } catch (Throwable t) {
+            Requests.fail(request, t);
+            return;
+        }
+        Requests.complete(request, result);
+    }
+
+    /** A {@link Supplier} that may throw. */
+    @FunctionalInterface
+    interface ThrowingSupplier<T> {
+        T get() throws Exception;
+    }
+}
