@@ -6,7 +6,8 @@ import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 
-import java.io.IOException;
+import javax.annotation.Nullable;
+
 import java.util.function.Supplier;
 
 /**
@@ -21,6 +22,7 @@ final class KeySerde<K, N> {
 
     private final ThreadLocal<SerializedCompositeKeyBuilder<K>> builder;
     private final ThreadLocal<TypeSerializer<N>> namespaceSerializer;
+    private final N defaultNamespace;
     private final boolean voidNamespace;
 
     KeySerde(
@@ -29,13 +31,18 @@ final class KeySerde<K, N> {
             N defaultNamespace) {
         this.builder = ThreadLocal.withInitial(builderFactory);
         this.namespaceSerializer = ThreadLocal.withInitial(namespaceSerializer::duplicate);
+        this.defaultNamespace = defaultNamespace;
         this.voidNamespace =
                 defaultNamespace instanceof VoidNamespace
                         && namespaceSerializer instanceof VoidNamespaceSerializer;
     }
 
-    /** Key-group prefix, key and namespace of the request's record. */
-    byte[] key(RecordContext<K> context, N namespace) {
+    /**
+     * Key-group prefix, key and namespace of the request's record; a null namespace (never set
+     * on the record for this state) is the state's default namespace.
+     */
+    byte[] key(RecordContext<K> context, @Nullable N requestNamespace) {
+        N namespace = requestNamespace == null ? defaultNamespace : requestNamespace;
         boolean cacheable = voidNamespace && namespace instanceof VoidNamespace;
         if (cacheable) {
             Object cached = context.getExtra();
@@ -52,13 +59,4 @@ final class KeySerde<K, N> {
         return key;
     }
 
-    /** Key-group prefix, key, namespace and user key (map state). */
-    <UK> byte[] keyWithUserKey(
-            RecordContext<K> context, N namespace, UK userKey, TypeSerializer<UK> userKeySer)
-            throws IOException {
-        SerializedCompositeKeyBuilder<K> b = builder.get();
-        b.setKeyAndKeyGroup(context.getKey(), context.getKeyGroup());
-        return b.buildCompositeKeyNamesSpaceUserKey(
-                namespace, namespaceSerializer.get(), userKey, userKeySer);
-    }
 }

@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Real jobs on a MiniCluster keeping async State V2 state in the native engine: a keyed word count
  * checked exactly against an independent count, and backend selection by name and by factory.
  */
-class AsyncWordCountMiniClusterTest {
+class AsyncWordCountITCase {
 
     private static final int PARALLELISM = 2;
 
@@ -91,7 +91,7 @@ class AsyncWordCountMiniClusterTest {
     private static DataStream<Tuple2<String, Long>> wordCount(
             StreamExecutionEnvironment env, long records) {
         return env.fromSequence(0, records - 1)
-                .map(AsyncWordCountMiniClusterTest::word)
+                .map(AsyncWordCountITCase::word)
                 .returns(Types.STRING)
                 .keyBy(w -> w)
                 .enableAsyncState()

@@ -45,7 +45,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * iteration across many chunks (more than 10,000 entries in one map), contains / get / remove /
  * isEmpty / clear, list add / get / clear; and event-time windows (namespaces, timers).
  */
-class AllStateTypesMiniClusterTest {
+class AllStateTypesITCase {
 
     private static final int PARALLELISM = 2;
 
