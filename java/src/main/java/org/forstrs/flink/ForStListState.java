@@ -1,11 +1,16 @@
 package org.forstrs.flink;
 
+import org.apache.flink.api.common.state.v2.StateFuture;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.state.StateFutureUtils;
 import org.apache.flink.runtime.asyncprocessing.StateRequest;
 import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
 import org.apache.flink.runtime.asyncprocessing.StateRequestType;
 import org.apache.flink.runtime.state.v2.AbstractListState;
+import org.apache.flink.util.function.ThrowingConsumer;
 
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 
@@ -98,5 +103,71 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
                                         ? Collections.<V>emptyList()
                                         : ValueSerde.deserializeList(getValueSerializer(), bytes),
                                 null));
+    }
+
+    /**
+     * Moves the elements of the source namespaces to the end of the target's list (merging
+     * windows): reads every source, then clears the sources and appends to the target.
+     */
+    @Override
+    public StateFuture<Void> asyncMergeNamespaces(N target, Collection<N> sources) {
+        List<N> from = nonNullSources(sources);
+        if (from.isEmpty()) {
+            return StateFutureUtils.completedVoidFuture();
+        }
+        List<StateFuture<List<V>>> reads = new ArrayList<>(from.size());
+        for (N source : from) {
+            setCurrentNamespace(source);
+            List<V> elements = new ArrayList<>();
+            ThrowingConsumer<V, Exception> collect = elements::add;
+            reads.add(asyncGet().thenCompose(it -> it.onNext(collect)).thenApply(v -> elements));
+        }
+        setCurrentNamespace(target);
+        return StateFutureUtils.combineAll(reads)
+                .thenCompose(
+                        lists -> {
+                            List<StateFuture<Void>> writes = new ArrayList<>(from.size() + 1);
+                            List<V> merged = new ArrayList<>();
+                            for (N source : from) {
+                                setCurrentNamespace(source);
+                                writes.add(asyncClear());
+                            }
+                            lists.forEach(merged::addAll);
+                            setCurrentNamespace(target);
+                            if (!merged.isEmpty()) {
+                                writes.add(asyncAddAll(merged));
+                            }
+                            return StateFutureUtils.combineAll(writes).thenAccept(done -> {});
+                        });
+    }
+
+    @Override
+    public void mergeNamespaces(N target, Collection<N> sources) {
+        List<N> from = nonNullSources(sources);
+        if (from.isEmpty()) {
+            return;
+        }
+        List<V> merged = new ArrayList<>();
+        for (N source : from) {
+            setCurrentNamespace(source);
+            get().forEach(merged::add);
+            clear();
+        }
+        setCurrentNamespace(target);
+        if (!merged.isEmpty()) {
+            addAll(merged);
+        }
+    }
+
+    private static <N> List<N> nonNullSources(Collection<N> sources) {
+        List<N> from = new ArrayList<>();
+        if (sources != null) {
+            for (N source : sources) {
+                if (source != null) {
+                    from.add(source);
+                }
+            }
+        }
+        return from;
     }
 }

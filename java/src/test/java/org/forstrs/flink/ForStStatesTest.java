@@ -232,6 +232,37 @@ class ForStStatesTest {
     }
 
     @Test
+    void listNamespacesMerge() {
+        ForStListState<String, Long, Long> list =
+                new ForStListState<>(
+                        handler,
+                        LongSerializer.INSTANCE,
+                        db.createColumnFamily("lm"),
+                        keys(LongSerializer.INSTANCE, 0L));
+        list.setCurrentNamespace(1L);
+        list.addAll(List.of(1L, 2L));
+        list.setCurrentNamespace(2L);
+        list.add(3L);
+        list.setCurrentNamespace(9L);
+        list.add(0L);
+
+        list.mergeNamespaces(9L, List.of(1L, 2L));
+        assertThat(list.get()).containsExactlyInAnyOrder(0L, 1L, 2L, 3L);
+        list.setCurrentNamespace(1L);
+        assertThat(list.get()).isEmpty();
+
+        list.add(7L);
+        list.setCurrentNamespace(3L);
+        list.add(8L);
+        list.asyncMergeNamespaces(9L, java.util.Arrays.asList(1L, null, 3L));
+        list.setCurrentNamespace(9L);
+        assertThat(list.get()).containsExactlyInAnyOrder(0L, 1L, 2L, 3L, 7L, 8L);
+        list.setCurrentNamespace(3L);
+        assertThat(list.get()).isEmpty();
+        assertThat(handler.errors).isEmpty();
+    }
+
+    @Test
     void mapStateIteratesAcrossManyChunks() throws Exception {
         ForStMapState<String, VoidNamespace, Long, String> map =
                 new ForStMapState<>(
