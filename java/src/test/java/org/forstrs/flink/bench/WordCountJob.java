@@ -29,9 +29,14 @@ import java.util.concurrent.TimeUnit;
  * files were (they are deleted when the job ends).
  *
  * <pre>
- * mvn -f java/pom.xml -q test-compile exec:java -Dexec.classpathScope=test \
- *     -Dexec.mainClass=org.forstrs.flink.bench.WordCountJob \
- *     -Dexec.args="--records 2000000 --keys 100000 --parallelism 2 --dir /tmp/forst-rs-state"
+ * mvn -f java/pom.xml -q -o test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
+ * java -cp java/target/classes:java/target/test-classes:$(cat java/target/cp.txt) \
+ *     org.forstrs.flink.bench.WordCountJob --records 2000000 --keys 100000 --parallelism 2 \
+ *     --dir /tmp/forst-rs-state
+ * </pre>
+ *
+ * <p>(Not {@code exec:java}: the MiniCluster deserializes the job with the application class
+ * loader, which does not see Maven's isolated class path.)
  * </pre>
  */
 public final class WordCountJob {
@@ -61,6 +66,7 @@ public final class WordCountJob {
             options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         }
         long records = Long.parseLong(options.getOrDefault("records", "2000000"));
+
         long keys = Long.parseLong(options.getOrDefault("keys", "100000"));
         int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
         Path dir =
@@ -74,6 +80,12 @@ public final class WordCountJob {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, "forst");
         config.setString("state.backend.forst.primary-dir", dir.toString());
+        // any --state.backend.forst.<key> <value> is passed to the backend
+        for (Map.Entry<String, String> option : options.entrySet()) {
+            if (option.getKey().startsWith("state.backend.forst.")) {
+                config.setString(option.getKey(), option.getValue());
+            }
+        }
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
         env.fromSequence(0, records - 1)
