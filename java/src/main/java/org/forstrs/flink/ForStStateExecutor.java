@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Runs a batch of the async execution controller as ONE native call (FLIP-426): every request of
@@ -44,6 +45,11 @@ final class ForStStateExecutor implements StateExecutor {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<Buffers> idleBuffers = new ConcurrentLinkedQueue<>();
     private volatile boolean shutdown;
+
+    /** Batches run and requests in them (including single sync requests). */
+    private final AtomicLong batches = new AtomicLong();
+
+    private final AtomicLong requestsRun = new AtomicLong();
 
     /**
      * @param threadCount threads running batches; 0 runs each batch on the calling thread
@@ -147,6 +153,14 @@ final class ForStStateExecutor implements StateExecutor {
 
     @Override
     public void shutdown() {
+        if (!shutdown) {
+            long n = batches.get();
+            LOG.info(
+                    "ForSt-RS state executor shutting down: {} batches, {} requests ({} per batch)",
+                    n,
+                    requestsRun.get(),
+                    n == 0 ? 0 : requestsRun.get() / n);
+        }
         shutdown = true;
         if (threads != null) {
             threads.shutdown();
@@ -167,6 +181,8 @@ final class ForStStateExecutor implements StateExecutor {
 
     /** Runs one batch; never throws: every request's future is completed one way or the other. */
     private void run(List<StateRequest<?, ?, ?, ?>> requests) {
+        batches.incrementAndGet();
+        requestsRun.addAndGet(requests.size());
         Buffers buffers = idleBuffers.poll();
         if (buffers == null) {
             buffers = new Buffers();

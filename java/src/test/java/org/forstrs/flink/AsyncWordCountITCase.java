@@ -16,6 +16,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
+import org.apache.flink.util.ExceptionUtils;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -33,6 +34,7 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Real jobs on a MiniCluster keeping async State V2 state in the native engine: a keyed word count
@@ -137,6 +139,24 @@ class AsyncWordCountITCase {
         assertThat(sum).isEqualTo(expectedSums);
         // dispose() removes the working files (tasks may still be shutting down)
         awaitNoFiles(primary);
+    }
+
+    @Test
+    void operatorsWithoutAsyncStateFailWithAClearMessage(@TempDir Path primary) {
+        Configuration config = new Configuration();
+        config.set(StateBackendOptions.STATE_BACKEND, "forst");
+        config.setString("state.backend.forst.primary-dir", primary.toString());
+        StreamExecutionEnvironment env = environment(config);
+        env.fromSequence(0, 99)
+                .keyBy(i -> i % 10)
+                .reduce(Long::sum)
+                .sinkTo(new DiscardingSink<>());
+        assertThatThrownBy(() -> env.execute("sync keyed state"))
+                .satisfies(
+                        e ->
+                                assertThat(ExceptionUtils.stringifyException(e))
+                                        .contains("enableAsyncState()")
+                                        .contains("synchronous keyed state"));
     }
 
     @Test
