@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use forst::Error;
 use forst::storage::{
-    FaultStorage, Latency, LatencyStorage, MULTIPART_PART_SIZE, OpKind, Storage, StorageOptions,
-    StorageRef, WriteMode, block_on, open_storage, read_range_exact,
+    FaultStorage, Latency, LatencyStorage, LocalStorage, MULTIPART_PART_SIZE, OpKind, Storage,
+    StorageOptions, StorageRef, WriteMode, block_on, open_storage, read_range_exact,
 };
 
 /// Deterministic bytes whose value depends on the offset, so misplaced ranges are caught.
@@ -239,7 +239,104 @@ fn file_storage_conforms() {
     let url = format!("file://{}/db", dir.path().display());
     let storage = open_storage(&url, &StorageOptions::default()).unwrap();
     assert_eq!(storage.url(), url);
+    assert!(format!("{storage:?}").contains("LocalStorage"), "{storage:?}");
     conformance(storage);
+}
+
+#[test]
+fn local_storage_conforms_without_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = LocalStorage::new(dir.path().join("db"), false).unwrap();
+    conformance(Arc::new(storage));
+}
+
+#[test]
+fn object_store_file_storage_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}/db", dir.path().display());
+    let options = StorageOptions::from_pairs([("local.backend", "object_store")]).unwrap();
+    let storage = open_storage(&url, &options).unwrap();
+    assert!(format!("{storage:?}").contains("ObjectStoreStorage"), "{storage:?}");
+    assert_eq!(storage.url(), url);
+    conformance(storage);
+}
+
+#[test]
+fn local_storage_publishes_atomically_and_hides_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("db");
+    let storage: StorageRef = Arc::new(LocalStorage::new(&root, true).unwrap());
+    let s = storage.as_ref();
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    block_on(async {
+        // While a writer is open its bytes sit in a temp file that list() skips.
+        let mut writer = s.create("sub/f.sst").await.unwrap();
+        writer.write(Bytes::from_static(b"abc")).await.unwrap();
+        let on_disk = names(&root.join("sub"));
+        assert!(on_disk.len() == 1 && on_disk[0].starts_with(".tmp-"), "{on_disk:?}");
+        assert!(listing(s, "").await.is_empty());
+        writer.finish().await.unwrap();
+        assert_eq!(names(&root.join("sub")), ["f.sst"]);
+
+        // A failed CreateNew leaves neither a changed file nor a temp file.
+        expect_io(
+            s.put("sub/f.sst", Bytes::from_static(b"x"), WriteMode::CreateNew).await,
+            "CreateNew over an existing file",
+        );
+        assert_eq!(names(&root.join("sub")), ["f.sst"]);
+        assert_eq!(s.read("sub/f.sst").await.unwrap(), "abc");
+
+        // Copies are hard links (published files are immutable), and renaming onto a link of
+        // the same file still removes the source.
+        s.copy("sub/f.sst", "ckp/f.sst").await.unwrap();
+        {
+            use std::os::unix::fs::MetadataExt;
+            let a = std::fs::metadata(root.join("sub/f.sst")).unwrap();
+            let b = std::fs::metadata(root.join("ckp/f.sst")).unwrap();
+            assert_eq!((a.ino(), a.nlink()), (b.ino(), 2));
+        }
+        s.copy("sub/f.sst", "ckp/f.sst").await.unwrap();
+        assert_eq!(names(&root.join("ckp")), ["f.sst"]);
+        s.rename("sub/f.sst", "ckp/f.sst").await.unwrap();
+        assert!(is_not_found(s.size("sub/f.sst").await));
+        assert_eq!(s.read("ckp/f.sst").await.unwrap(), "abc");
+
+        // Emptied directories go, as on an object store; the root stays.
+        assert!(!root.join("sub").exists());
+        s.delete("ckp/f.sst").await.unwrap();
+        assert!(!root.join("ckp").exists());
+        assert!(root.is_dir());
+        assert!(names(&root).is_empty(), "{:?}", names(&root));
+
+        // Aborted and dropped writers take their temp files with them.
+        let mut writer = s.create("w/a").await.unwrap();
+        writer.write(Bytes::from_static(b"a")).await.unwrap();
+        writer.abort().await.unwrap();
+        let mut writer = s.create("w/b").await.unwrap();
+        writer.write(Bytes::from_static(b"b")).await.unwrap();
+        drop(writer);
+        assert!(names(&root.join("w")).is_empty());
+        std::fs::remove_dir(root.join("w")).unwrap();
+
+        // Paths that would escape the root or collide with temp files are refused.
+        for bad in ["../x", "a/../../x", "a//b", ".tmp-x", "a/.tmp-1-b", ""] {
+            assert!(matches!(s.read(bad).await, Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+    });
+}
+
+#[test]
+fn local_backend_option() {
+    let options = StorageOptions::from_pairs([("local.backend", "std")]).unwrap();
+    assert_eq!(options, StorageOptions::default());
+    assert!(StorageOptions::from_pairs([("local.backend", "nfs")]).is_err());
 }
 
 #[test]

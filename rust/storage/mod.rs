@@ -6,6 +6,7 @@
 
 mod fault;
 mod latency;
+mod local;
 mod object_store;
 mod open;
 mod precise_delay;
@@ -14,7 +15,8 @@ mod runtime;
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
 pub use fault::{FaultStorage, OpKind};
 pub use latency::{Latency, LatencyStats, LatencyStorage};
-pub use open::{StorageOptions, drop_memory_store, open_storage};
+pub use local::LocalStorage;
+pub use open::{LocalBackend, StorageOptions, drop_memory_store, open_storage};
 pub use runtime::{block_on, io_runtime};
 
 use std::ops::Range;

@@ -10,7 +10,7 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use once_cell::sync::Lazy;
 
-use super::{ObjectStoreStorage, StorageRef};
+use super::{LocalStorage, ObjectStoreStorage, StorageRef};
 use crate::{Error, Result};
 
 /// Connection settings for stores that need them. Unset S3 fields fall back to the usual `AWS_*`
@@ -25,6 +25,18 @@ pub struct StorageOptions {
     pub s3_allow_http: bool,
     /// fsync files and directories on `file://` writes; off only for throwaway benchmarks.
     pub local_fsync: bool,
+    /// What serves `file://` urls and plain paths.
+    pub local_backend: LocalBackend,
+}
+
+/// Implementation behind `file://`; both kept so they can be compared on the same workload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LocalBackend {
+    /// [`LocalStorage`]: std::fs inline, positional reads on cached handles.
+    #[default]
+    Std,
+    /// object_store's `LocalFileSystem` (opens per read, runs on tokio's blocking pool).
+    ObjectStore,
 }
 
 impl Default for StorageOptions {
@@ -36,6 +48,7 @@ impl Default for StorageOptions {
             s3_secret_access_key: None,
             s3_allow_http: false,
             local_fsync: true,
+            local_backend: LocalBackend::Std,
         }
     }
 }
@@ -43,7 +56,8 @@ impl Default for StorageOptions {
 impl StorageOptions {
     /// Sets one option from a configuration key, so the JNI layer can pass a flat string map.
     /// Keys: `s3.endpoint`, `s3.region`, `s3.access-key` (or `s3.access-key-id`),
-    /// `s3.secret-key` (or `s3.secret-access-key`), `s3.allow-http`, `local.fsync`.
+    /// `s3.secret-key` (or `s3.secret-access-key`), `s3.allow-http`, `local.fsync`,
+    /// `local.backend` (`std` or `object_store`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let value = value.trim();
         match key {
@@ -55,6 +69,17 @@ impl StorageOptions {
             }
             "s3.allow-http" => self.s3_allow_http = parse_bool(key, value)?,
             "local.fsync" => self.local_fsync = parse_bool(key, value)?,
+            "local.backend" => {
+                self.local_backend = match value.to_ascii_lowercase().as_str() {
+                    "std" => LocalBackend::Std,
+                    "object_store" | "object-store" => LocalBackend::ObjectStore,
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "option {key} wants std or object_store, got {value:?}"
+                        )));
+                    }
+                }
+            }
             _ => return Err(Error::invalid(format!("unknown storage option {key:?}"))),
         }
         Ok(())
@@ -90,6 +115,7 @@ impl fmt::Debug for StorageOptions {
             )
             .field("s3_allow_http", &self.s3_allow_http)
             .field("local_fsync", &self.local_fsync)
+            .field("local_backend", &self.local_backend)
             .finish()
     }
 }
@@ -140,6 +166,9 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
 
 fn open_local(dir: &str, options: &StorageOptions) -> Result<StorageRef> {
     let dir = std::path::Path::new(dir);
+    if options.local_backend == LocalBackend::Std {
+        return Ok(Arc::new(LocalStorage::new(dir, options.local_fsync)?));
+    }
     let url = format!("file://{}", dir.display());
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::io(&url, format!("cannot create directory: {e}")))?;
