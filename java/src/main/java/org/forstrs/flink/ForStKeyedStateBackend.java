@@ -401,8 +401,16 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             }
             return;
         }
+        // Other schemes through Flink's file systems, if Flink has one for the scheme (the native
+        // side may reach storage Flink has no plugin for, e.g. s3:// without flink-s3-fs-*).
         Path path = new Path(uri);
-        FileSystem fs = path.getFileSystem();
+        FileSystem fs;
+        try {
+            fs = path.getFileSystem();
+        } catch (IOException e) {
+            LOG.warn("Cannot delete {}: no Flink file system for its scheme ({})", uri, e.toString());
+            return;
+        }
         if (fs.exists(path)) {
             fs.delete(path, true);
         }
