@@ -77,7 +77,8 @@ public final class ForStBackendConfig implements Serializable {
                         .orElse(null);
 
         boolean managed = get(config, ForStOptions.USE_MANAGED_MEMORY);
-        MemorySize perSlot = getOptional(config, ForStOptions.FIX_PER_SLOT_MEMORY_SIZE).orElse(null);
+        MemorySize perSlot =
+                getOptional(config, ForStOptions.FIX_PER_SLOT_MEMORY_SIZE).orElse(null);
         MemorySize perTm = getOptional(config, ForStOptions.FIX_PER_TM_MEMORY_SIZE).orElse(null);
         if (perSlot != null && perTm != null) {
             throw new IllegalConfigurationException(

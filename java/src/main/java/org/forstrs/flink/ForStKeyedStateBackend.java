@@ -408,7 +408,10 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         try {
             fs = path.getFileSystem();
         } catch (IOException e) {
-            LOG.warn("Cannot delete {}: no Flink file system for its scheme ({})", uri, e.toString());
+            LOG.warn(
+                    "Cannot delete {}: no Flink file system for its scheme ({})",
+                    uri,
+                    e.toString());
             return;
         }
         if (fs.exists(path)) {

@@ -120,7 +120,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         String dbUri = dbUri(env, parameters.getJobID(), parameters.getOperatorIdentifier());
         long[] memory = memoryBudget(env, parameters.getManagedMemoryFraction());
         LOG.info(
-                "Opening ForSt-RS keyed state of {} at {} (memtable {} bytes, block cache {} bytes)",
+                "Opening ForSt-RS keyed state of {} at {} (memtable {} bytes, block cache {}"
+                        + " bytes)",
                 parameters.getOperatorIdentifier(),
                 dbUri,
                 memory[0],

@@ -214,12 +214,8 @@ final class ForStStateExecutor implements StateExecutor {
                     throw new IllegalStateException(
                             "ForSt-RS batch response larger than 2 GiB (" + needed + " bytes)");
                 }
-                buffers.response =
-                        Buffers.allocate(
-                                (int)
-                                        Math.min(
-                                                Integer.MAX_VALUE - 8,
-                                                Math.max(needed, 2L * buffers.response.capacity())));
+                long grown = Math.max(needed, 2L * buffers.response.capacity());
+                buffers.response = Buffers.allocate((int) Math.min(Integer.MAX_VALUE - 8, grown));
                 written = db.executeBatch(enc.buffer(), length, buffers.response);
                 if (written < 0) {
                     throw new IllegalStateException(

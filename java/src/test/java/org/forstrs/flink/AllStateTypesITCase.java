@@ -3,6 +3,7 @@ package org.forstrs.flink;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.v2.AggregatingState;
 import org.apache.flink.api.common.state.v2.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.v2.ListState;
@@ -322,5 +323,54 @@ class AllStateTypesITCase {
             }
         }
         assertThat(actual).isEqualTo(expected);
+    }
+
+    /** Counts per key in a value state with time-to-live (values wrapped by Flink's TTL layer). */
+    static final class TtlCount extends KeyedProcessFunction<Integer, Long, Tuple2<Integer, Long>> {
+        private static final long serialVersionUID = 1L;
+        private transient org.apache.flink.api.common.state.v2.ValueState<Long> count;
+
+        @Override
+        public void open(OpenContext openContext) {
+            org.apache.flink.api.common.state.v2.ValueStateDescriptor<Long> descriptor =
+                    new org.apache.flink.api.common.state.v2.ValueStateDescriptor<>(
+                            "ttl-count", Types.LONG);
+            descriptor.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofDays(1)).build());
+            count = getRuntimeContext().getState(descriptor);
+        }
+
+        @Override
+        public void processElement(Long i, Context ctx, Collector<Tuple2<Integer, Long>> out) {
+            count.asyncValue()
+                    .thenCompose(
+                            c -> {
+                                long next = c == null ? 1 : c + 1;
+                                return count.asyncUpdate(next)
+                                        .thenAccept(
+                                                v ->
+                                                        out.collect(
+                                                                Tuple2.of(
+                                                                        ctx.getCurrentKey(),
+                                                                        next)));
+                            });
+        }
+    }
+
+    @Test
+    void stateWithTimeToLive(@TempDir Path primary) throws Exception {
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(config(primary));
+        env.setParallelism(PARALLELISM);
+        List<Tuple2<Integer, Long>> results =
+                env.fromSequence(0, 9_999)
+                        .keyBy(i -> (int) (i % 100), Types.INT)
+                        .enableAsyncState()
+                        .process(new TtlCount())
+                        .returns(Types.TUPLE(Types.INT, Types.LONG))
+                        .executeAndCollect(10_000);
+        Map<Integer, Long> max = new HashMap<>();
+        results.forEach(t -> max.merge(t.f0, t.f1, Math::max));
+        assertThat(results).hasSize(10_000);
+        assertThat(max).hasSize(100).allSatisfy((k, n) -> assertThat(n).isEqualTo(100L));
     }
 }

@@ -60,7 +60,8 @@ class AsyncWordCountITCase {
     }
 
     /** Counts each word; emits (word, count so far) for every record. */
-    static final class CountWords extends KeyedProcessFunction<String, String, Tuple2<String, Long>> {
+    static final class CountWords
+            extends KeyedProcessFunction<String, String, Tuple2<String, Long>> {
         private static final long serialVersionUID = 1L;
         private transient ValueState<Long> count;
 
@@ -167,7 +168,9 @@ class AsyncWordCountITCase {
     @Test
     void selectedByFactoryClassNameWithWorkingDirAlias(@TempDir Path primary) throws Exception {
         assertStateFilesAppearUnder(
-                primary, ForStStateBackendFactory.class.getName(), "state.backend.forst.working-dir");
+                primary,
+                ForStStateBackendFactory.class.getName(),
+                "state.backend.forst.working-dir");
     }
 
     /** Runs an endless word count on the backend named {@code type} until state files appear. */

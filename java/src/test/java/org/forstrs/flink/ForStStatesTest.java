@@ -294,7 +294,9 @@ class ForStStatesTest {
         assertThat(seen).isEqualTo(expected);
         List<Long> keys = new ArrayList<>();
         map.keys().forEach(keys::add);
-        assertThat(keys).hasSize(expected.size()).containsExactlyInAnyOrderElementsOf(expected.keySet());
+        assertThat(keys)
+                .hasSize(expected.size())
+                .containsExactlyInAnyOrderElementsOf(expected.keySet());
         List<String> values = new ArrayList<>();
         map.values().forEach(values::add);
         assertThat(values).containsExactlyInAnyOrderElementsOf(expected.values());
