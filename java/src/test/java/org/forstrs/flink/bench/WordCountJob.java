@@ -36,8 +36,8 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  *
  * <p>(Not {@code exec:java}: the MiniCluster deserializes the job with the application class
- * loader, which does not see Maven's isolated class path.)
- * </pre>
+ * loader, which does not see Maven's isolated class path.) {@code scripts/run-main.sh} does this
+ * with the packaged jar.
  */
 public final class WordCountJob {
 
