@@ -5,7 +5,7 @@
 //!   (2) ours on "DFS" (memory store + 1.5 ms per request), one record at a time
 //!   (3) ours on "DFS", 1000 records per batch: one multi_get, then one write batch
 //!   (5) ours on local disk, batched
-//! Run: `cargo bench --bench wordcount` (env: WC_KEYS, WC_RECORDS, WC_LATENCY_US).
+//! Run: `cargo bench --bench wordcount` (env: WC_KEYS, WC_RECORDS, WC_LATENCY_US, WC_ROUNDS).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,86 +99,99 @@ fn rate(records: u64, elapsed: Duration) -> f64 {
     records as f64 / elapsed.as_secs_f64()
 }
 
+fn median(mut rates: Vec<f64>) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+/// A stage-2 pass of one row: records processed in the pass.
+type Pass<'a> = Box<dyn FnMut() -> u64 + 'a>;
+
 fn main() {
     // `cargo bench` passes --bench; nothing else to parse.
     let keys = env("WC_KEYS", 500_000);
     let records = env("WC_RECORDS", 200_000);
     let latency = Duration::from_micros(env("WC_LATENCY_US", 1500));
+    // The machine is shared: rows run in interleaved rounds and each reports its median round.
+    let rounds = env("WC_ROUNDS", 3).max(1);
     // One record at a time on the DFS pays a round trip per get: fewer records keep it bounded.
     let slow_records = (records / 100).max(500);
     println!(
-        "word count: {keys} words in state (~{} MB), stage 2: {records} records ({slow_records} for row 2), DFS latency {latency:?}/request",
+        "word count: {keys} words in state (~{} MB), stage 2: {records} records ({slow_records} for row 2) x {rounds} interleaved rounds, DFS latency {latency:?}/request",
         (keys * (20 + 8 + VALUE_PAD as u64)) >> 20
     );
-    let mut rows: Vec<(&str, f64)> = Vec::new();
 
-    // (1) RocksDB, local disk.
-    {
-        let dir = tempfile::tempdir().unwrap();
-        let db = rocksdb::DB::open_default(dir.path()).unwrap();
-        for i in 0..keys {
-            db.put(word(i), encode(1)).unwrap();
-        }
-        db.flush().unwrap();
-        db.compact_range::<&[u8], &[u8]>(None, None);
-        let mut rng = StdRng::seed_from_u64(1);
-        let start = Instant::now();
-        for _ in 0..records {
-            let w = word(rng.random_range(0..keys));
-            let count = decode(db.get(&w).unwrap().as_deref());
-            db.put(&w, encode(count + 1)).unwrap();
-        }
-        rows.push(("(1) rocksdb, local disk, get+put per record", rate(records, start.elapsed())));
+    // Stage 1 for every row.
+    let rocks_dir = tempfile::tempdir().unwrap();
+    let rocks = rocksdb::DB::open_default(rocks_dir.path()).unwrap();
+    for i in 0..keys {
+        rocks.put(word(i), encode(1)).unwrap();
     }
-
-    let dfs = |name: &str| -> (StorageRef, Arc<LatencyStorage>) {
-        let inner = open_storage(&format!("memory://wordcount-{name}"), &StorageOptions::default())
+    rocks.flush().unwrap();
+    rocks.compact_range::<&[u8], &[u8]>(None, None);
+    let dfs_inner = open_storage("memory://wordcount-dfs", &StorageOptions::default()).unwrap();
+    let slow = Arc::new(LatencyStorage::new(dfs_inner, Latency::per_call(latency)));
+    let on_dfs = Ours::fill(slow.clone(), keys);
+    let local_dir = tempfile::tempdir().unwrap();
+    let local =
+        open_storage(&format!("file://{}", local_dir.path().display()), &StorageOptions::default())
             .unwrap();
-        let slow = Arc::new(LatencyStorage::new(inner, Latency::per_call(latency)));
-        (slow.clone(), slow)
-    };
+    let on_local = Ours::fill(local, keys);
 
-    // (2) and (3) share one filled DFS database.
-    {
-        let (storage, slow) = dfs("dfs");
-        let ours = Ours::fill(storage, keys);
-        let mut rng = StdRng::seed_from_u64(2);
-        let calls_before = slow.stats().calls;
-        let start = Instant::now();
-        ours.one_at_a_time(slow_records, keys, &mut rng);
-        let elapsed = start.elapsed();
-        let per_record = (slow.stats().calls - calls_before) as f64 / slow_records as f64;
-        println!("    row 2: {per_record:.2} storage requests per record");
-        rows.push(("(2) ours, DFS, one record at a time", rate(slow_records, elapsed)));
-
-        let calls_before = slow.stats().calls;
-        let start = Instant::now();
-        ours.batched(records, keys, &mut rng);
-        let elapsed = start.elapsed();
-        let per_record = (slow.stats().calls - calls_before) as f64 / records as f64;
-        println!(
-            "    row 3: {per_record:.2} storage requests per record; block cache {:?}",
-            ours.db.stats().block_cache_hits
-        );
-        rows.push(("(3) ours, DFS, 1000 records per batch, no disk cache", rate(records, elapsed)));
+    // Stage 2, one closure per row; each row's random stream continues across rounds.
+    let (rocks, on_dfs, on_local) = (&rocks, &on_dfs, &on_local);
+    let [mut rng1, mut rng2, mut rng3, mut rng5] = [1, 2, 3, 5].map(StdRng::seed_from_u64);
+    let mut rows: Vec<(&str, Pass<'_>)> = vec![
+        (
+            "(1) rocksdb, local disk, get+put per record",
+            Box::new(move || {
+                for _ in 0..records {
+                    let w = word(rng1.random_range(0..keys));
+                    let count = decode(rocks.get(&w).unwrap().as_deref());
+                    rocks.put(&w, encode(count + 1)).unwrap();
+                }
+                records
+            }),
+        ),
+        (
+            "(2) ours, DFS, one record at a time",
+            Box::new(move || {
+                on_dfs.one_at_a_time(slow_records, keys, &mut rng2);
+                slow_records
+            }),
+        ),
+        (
+            "(3) ours, DFS, 1000 records per batch, no disk cache",
+            Box::new(move || {
+                on_dfs.batched(records, keys, &mut rng3);
+                records
+            }),
+        ),
+        (
+            "(5) ours, local disk, batched",
+            Box::new(move || {
+                on_local.batched(records, keys, &mut rng5);
+                records
+            }),
+        ),
+    ];
+    let mut rates = vec![Vec::new(); rows.len()];
+    for _ in 0..rounds {
+        for (row, (_, pass)) in rows.iter_mut().enumerate() {
+            let start = Instant::now();
+            let n = pass();
+            rates[row].push(rate(n, start.elapsed()));
+        }
     }
+    let calls = slow.stats().calls;
+    println!(
+        "    DFS requests so far: {calls}; block cache hits on DFS: {}",
+        on_dfs.db.stats().block_cache_hits
+    );
 
-    // (5) ours on local disk, batched.
-    {
-        let dir = tempfile::tempdir().unwrap();
-        let storage =
-            open_storage(&format!("file://{}", dir.path().display()), &StorageOptions::default())
-                .unwrap();
-        let ours = Ours::fill(storage, keys);
-        let mut rng = StdRng::seed_from_u64(3);
-        let start = Instant::now();
-        ours.batched(records, keys, &mut rng);
-        rows.push(("(5) ours, local disk, batched", rate(records, start.elapsed())));
-    }
-
-    let baseline = rows[0].1;
+    let medians: Vec<f64> = rates.into_iter().map(median).collect();
     println!("{:<55} {:>14} {:>10}", "row", "records/s", "vs (1)");
-    for (name, r) in &rows {
-        println!("{name:<55} {r:>14.0} {:>10.2}", r / baseline);
+    for ((name, _), r) in rows.iter().zip(&medians) {
+        println!("{name:<55} {r:>14.0} {:>10.2}", r / medians[0]);
     }
 }
