@@ -7,6 +7,8 @@ import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
 import org.apache.flink.runtime.asyncprocessing.StateRequestType;
 import org.apache.flink.runtime.state.v2.AbstractAggregatingState;
 
+import java.io.IOException;
+
 /**
  * Aggregating state: Flink aggregates on the Java side (a get, then an add carrying the new
  * accumulator), so the stored value is the accumulator; an add of null deletes it.
@@ -14,8 +16,7 @@ import org.apache.flink.runtime.state.v2.AbstractAggregatingState;
 final class ForStAggregatingState<K, N, IN, ACC, OUT>
         extends AbstractAggregatingState<K, N, IN, ACC, OUT> implements BatchState {
 
-    private final int cf;
-    private final KeySerde<K, N> keys;
+    private final SingleValueRequests<K, N, ACC> requests;
 
     ForStAggregatingState(
             StateRequestHandler handler,
@@ -24,49 +25,22 @@ final class ForStAggregatingState<K, N, IN, ACC, OUT>
             int cf,
             KeySerde<K, N> keys) {
         super(handler, aggregateFunction, accumulatorSerializer);
-        this.cf = cf;
-        this.keys = keys;
+        this.requests =
+                new SingleValueRequests<>(
+                        cf,
+                        keys,
+                        accumulatorSerializer,
+                        StateRequestType.AGGREGATING_GET,
+                        StateRequestType.AGGREGATING_ADD);
     }
 
     @Override
-    public void encode(StateRequest<?, ?, ?, ?> request, BatchEncoder enc) throws Exception {
-        byte[] key = keys.key(Requests.context(request), Requests.namespace(request));
-        switch (request.getRequestType()) {
-            case AGGREGATING_GET:
-                enc.op(BatchEncoder.GET, cf, key);
-                break;
-            case AGGREGATING_ADD:
-                ACC value = Requests.payload(request);
-                if (value == null) {
-                    enc.op(BatchEncoder.DELETE, cf, key);
-                } else {
-                    enc.op(
-                            BatchEncoder.PUT,
-                            cf,
-                            key,
-                            ValueSerde.serialize(getValueSerializer(), value));
-                }
-                break;
-            case CLEAR:
-                enc.op(BatchEncoder.DELETE, cf, key);
-                break;
-            default:
-                throw Requests.unsupported(request);
-        }
+    public void encode(StateRequest<?, ?, ?, ?> request, BatchEncoder enc) throws IOException {
+        requests.encode(request, enc);
     }
 
     @Override
     public void complete(StateRequest<?, ?, ?, ?> request, BatchDecoder dec) {
-        if (request.getRequestType() != StateRequestType.AGGREGATING_GET) {
-            Requests.complete(request, null);
-            return;
-        }
-        byte[] bytes = dec.readOptionalBytes();
-        ValueSerde.completeWith(
-                request,
-                () ->
-                        bytes == null
-                                ? null
-                                : ValueSerde.deserialize(getValueSerializer(), bytes));
+        requests.complete(request, dec);
     }
 }

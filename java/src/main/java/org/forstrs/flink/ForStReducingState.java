@@ -7,6 +7,8 @@ import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
 import org.apache.flink.runtime.asyncprocessing.StateRequestType;
 import org.apache.flink.runtime.state.v2.AbstractReducingState;
 
+import java.io.IOException;
+
 /**
  * Reducing state: Flink reduces on the Java side (a get, then an add carrying the reduced value),
  * so the stored value is the current result; an add of null deletes it.
@@ -14,8 +16,7 @@ import org.apache.flink.runtime.state.v2.AbstractReducingState;
 final class ForStReducingState<K, N, V> extends AbstractReducingState<K, N, V>
         implements BatchState {
 
-    private final int cf;
-    private final KeySerde<K, N> keys;
+    private final SingleValueRequests<K, N, V> requests;
 
     ForStReducingState(
             StateRequestHandler handler,
@@ -24,49 +25,22 @@ final class ForStReducingState<K, N, V> extends AbstractReducingState<K, N, V>
             int cf,
             KeySerde<K, N> keys) {
         super(handler, reduceFunction, valueSerializer);
-        this.cf = cf;
-        this.keys = keys;
+        this.requests =
+                new SingleValueRequests<>(
+                        cf,
+                        keys,
+                        valueSerializer,
+                        StateRequestType.REDUCING_GET,
+                        StateRequestType.REDUCING_ADD);
     }
 
     @Override
-    public void encode(StateRequest<?, ?, ?, ?> request, BatchEncoder enc) throws Exception {
-        byte[] key = keys.key(Requests.context(request), Requests.namespace(request));
-        switch (request.getRequestType()) {
-            case REDUCING_GET:
-                enc.op(BatchEncoder.GET, cf, key);
-                break;
-            case REDUCING_ADD:
-                V value = Requests.payload(request);
-                if (value == null) {
-                    enc.op(BatchEncoder.DELETE, cf, key);
-                } else {
-                    enc.op(
-                            BatchEncoder.PUT,
-                            cf,
-                            key,
-                            ValueSerde.serialize(getValueSerializer(), value));
-                }
-                break;
-            case CLEAR:
-                enc.op(BatchEncoder.DELETE, cf, key);
-                break;
-            default:
-                throw Requests.unsupported(request);
-        }
+    public void encode(StateRequest<?, ?, ?, ?> request, BatchEncoder enc) throws IOException {
+        requests.encode(request, enc);
     }
 
     @Override
     public void complete(StateRequest<?, ?, ?, ?> request, BatchDecoder dec) {
-        if (request.getRequestType() != StateRequestType.REDUCING_GET) {
-            Requests.complete(request, null);
-            return;
-        }
-        byte[] bytes = dec.readOptionalBytes();
-        ValueSerde.completeWith(
-                request,
-                () ->
-                        bytes == null
-                                ? null
-                                : ValueSerde.deserialize(getValueSerializer(), bytes));
+        requests.complete(request, dec);
     }
 }

@@ -279,6 +279,17 @@ class ForStNativeTest {
     }
 
     @Test
+    void oversizedValueThrowsIllegalArgumentAndWritesNothing() {
+        // One byte more than an SST entry may hold (key + value <= 1 GiB).
+        ByteBuffer huge = ByteBuffer.allocateDirect((1 << 30) + 1);
+        assertThatThrownBy(() -> ForStNative.put(db, cf, direct("big"), 0, 3, huge, 0, huge.capacity()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("exceeds the limit");
+        assertThat(get(cf, "big")).isNull();
+        assertStillWorks();
+    }
+
+    @Test
     void badOpenArgumentsThrowWithTheRustErrorText() {
         assertThatThrownBy(() -> ForStNative.open(dir.toUri().toString(), new String[] {"no-such-key", "1"}))
                 .isInstanceOf(IllegalArgumentException.class)

@@ -1,0 +1,76 @@
+package org.forstrs.flink;
+
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.runtime.asyncprocessing.StateRequest;
+import org.apache.flink.runtime.asyncprocessing.StateRequestType;
+
+import java.io.IOException;
+
+/**
+ * Requests of the states that keep one serialized value per (key, namespace): value, reducing and
+ * aggregating state (the latter two reduce or aggregate on the Java side, then store the result).
+ * A get reads the value; a put of null or a clear deletes it. The states extend different Flink
+ * base classes, so they share this instead of a superclass.
+ */
+final class SingleValueRequests<K, N, V> {
+
+    private final int cf;
+    private final KeySerde<K, N> keys;
+    private final TypeSerializer<V> serializer;
+    private final StateRequestType getType;
+    private final StateRequestType putType;
+
+    SingleValueRequests(
+            int cf,
+            KeySerde<K, N> keys,
+            TypeSerializer<V> serializer,
+            StateRequestType getType,
+            StateRequestType putType) {
+        this.cf = cf;
+        this.keys = keys;
+        this.serializer = serializer;
+        this.getType = getType;
+        this.putType = putType;
+    }
+
+    void encode(StateRequest<?, ?, ?, ?> request, BatchEncoder enc) throws IOException {
+        byte[] key = keys.key(Requests.context(request), Requests.namespace(request));
+        StateRequestType type = request.getRequestType();
+        if (type == getType) {
+            enc.op(BatchEncoder.GET, cf, key);
+        } else if (type == putType) {
+            V value = Requests.payload(request);
+            if (value == null) {
+                enc.op(BatchEncoder.DELETE, cf, key);
+            } else {
+                // Serialized into a per-thread buffer the encoder copies: no byte[] per value.
+                DataOutputSerializer out = ValueSerde.output();
+                serializer.serialize(value, out);
+                enc.op(
+                        BatchEncoder.PUT,
+                        cf,
+                        key,
+                        0,
+                        key.length,
+                        out.getSharedBuffer(),
+                        0,
+                        out.length());
+            }
+        } else if (type == StateRequestType.CLEAR) {
+            enc.op(BatchEncoder.DELETE, cf, key);
+        } else {
+            throw Requests.unsupported(request);
+        }
+    }
+
+    void complete(StateRequest<?, ?, ?, ?> request, BatchDecoder dec) {
+        if (request.getRequestType() != getType) {
+            Requests.complete(request, null);
+            return;
+        }
+        byte[] bytes = dec.readOptionalBytes();
+        ValueSerde.completeWith(
+                request, () -> bytes == null ? null : ValueSerde.deserialize(serializer, bytes));
+    }
+}
