@@ -22,7 +22,8 @@ pub fn execute_batch(
     response: &mut [u8],
 ) -> Result<i64> {
     let requests = wire::decode_requests(request, families)?;
-    let mut out = ResponseWriter::new(requests.len());
+    let response_len = response.len();
+    let mut out = ResponseWriter::new(response, requests.len());
 
     let gets: Vec<_> =
         requests.iter().filter(|r| r.op == Op::Get).map(|r| (&r.cf, r.key)).collect();
@@ -40,13 +41,12 @@ pub fn execute_batch(
         }
     }
 
-    let encoded = out.finish();
-    if encoded.len() > response.len() {
-        return Ok(-(encoded.len() as i64));
+    let written = out.finish();
+    if written > response_len {
+        return Ok(-(written as i64));
     }
     db.write(&writes)?;
-    response[..encoded.len()].copy_from_slice(&encoded);
-    Ok(encoded.len() as i64)
+    Ok(written as i64)
 }
 
 fn required_value<'a>(request: &Request<'a>) -> Result<&'a [u8]> {
@@ -54,7 +54,7 @@ fn required_value<'a>(request: &Request<'a>) -> Result<&'a [u8]> {
 }
 
 /// One chunk of a prefix scan, resuming after `request.value` if given.
-fn scan(db: &Db, request: &Request<'_>, limit: u32, out: &mut ResponseWriter) -> Result<()> {
+fn scan(db: &Db, request: &Request<'_>, limit: u32, out: &mut ResponseWriter<'_>) -> Result<()> {
     let mut it = db.iter_prefix(&request.cf, request.key)?;
     if let Some(resume_after) = request.value {
         it.seek(resume_after)?;
@@ -62,12 +62,14 @@ fn scan(db: &Db, request: &Request<'_>, limit: u32, out: &mut ResponseWriter) ->
             it.advance()?;
         }
     }
-    let mut entries = Vec::new();
-    while it.valid() && entries.len() < limit as usize {
-        entries.push((it.key().to_vec(), it.value().to_vec()));
+    let count_at = out.begin_scan();
+    let mut entries = 0;
+    while it.valid() && entries < limit {
+        out.scan_entry(it.key(), it.value());
+        entries += 1;
         it.advance()?;
     }
-    out.scan_chunk(&entries, it.valid());
+    out.end_scan(count_at, entries, it.valid());
     Ok(())
 }
 

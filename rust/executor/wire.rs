@@ -120,44 +120,75 @@ fn take<'a>(buf: &mut &'a [u8], total: usize, what: &str) -> Result<Option<&'a [
     Ok(Some(bytes))
 }
 
-/// Builds the response buffer in request order.
-pub struct ResponseWriter {
-    out: Vec<u8>,
+/// Writes responses in request order straight into the caller's buffer, so values go from the
+/// block cache to Java's direct buffer in one copy. Past the end of the buffer it only counts:
+/// `finish` then reports the size needed and the caller applies nothing.
+pub struct ResponseWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
 }
 
-impl ResponseWriter {
-    pub fn new(count: usize) -> Self {
-        let mut out = Vec::with_capacity(8 + count * 8);
-        out.put_u32_le(RESPONSE_MAGIC);
-        out.put_u32_le(count as u32);
-        ResponseWriter { out }
+impl<'a> ResponseWriter<'a> {
+    pub fn new(buf: &'a mut [u8], count: usize) -> Self {
+        let mut w = ResponseWriter { buf, len: 0 };
+        w.put_u32(RESPONSE_MAGIC);
+        w.put_u32(count as u32);
+        w
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.len = end;
+    }
+
+    fn put_u32(&mut self, v: u32) {
+        self.put(&v.to_le_bytes());
+    }
+
+    fn put_bytes(&mut self, bytes: &[u8]) {
+        self.put_u32(bytes.len() as u32);
+        self.put(bytes);
     }
 
     pub fn value(&mut self, value: Option<&[u8]>) {
         match value {
             Some(v) => {
-                self.out.put_u8(1);
-                put_bytes(&mut self.out, v);
+                self.put(&[1]);
+                self.put_bytes(v);
             }
-            None => self.out.put_u8(0),
+            None => self.put(&[0]),
         }
     }
 
     pub fn flag(&mut self, flag: bool) {
-        self.out.put_u8(flag as u8);
+        self.put(&[flag as u8]);
     }
 
-    pub fn scan_chunk(&mut self, entries: &[(Vec<u8>, Vec<u8>)], has_more: bool) {
-        self.out.put_u32_le(entries.len() as u32);
-        for (k, v) in entries {
-            put_bytes(&mut self.out, k);
-            put_bytes(&mut self.out, v);
+    /// Starts a scan chunk; returns the position of its entry count, filled by `end_scan`.
+    pub fn begin_scan(&mut self) -> usize {
+        let at = self.len;
+        self.put_u32(0);
+        at
+    }
+
+    pub fn scan_entry(&mut self, key: &[u8], value: &[u8]) {
+        self.put_bytes(key);
+        self.put_bytes(value);
+    }
+
+    pub fn end_scan(&mut self, count_at: usize, entries: u32, has_more: bool) {
+        if let Some(dst) = self.buf.get_mut(count_at..count_at + 4) {
+            dst.copy_from_slice(&entries.to_le_bytes());
         }
         self.flag(has_more);
     }
 
-    pub fn finish(self) -> Vec<u8> {
-        self.out
+    /// Bytes written, or needed if more than the buffer holds.
+    pub fn finish(self) -> usize {
+        self.len
     }
 }
 
