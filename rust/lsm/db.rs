@@ -554,12 +554,8 @@ async fn load_version(
     data: &ManifestData,
 ) -> Result<Version> {
     let opens = data.files.iter().map(|record| async move {
-        let opened =
-            Table::open(storage.clone(), record.path.clone(), record.size, cache.clone()).await;
-        match opened {
-            Ok(table) => Ok((record, table)),
-            Err(e) => Err(explain_open_failure(storage, record, e).await),
-        }
+        let table = Table::open(storage.clone(), record.path.clone(), record.size, cache.clone());
+        table.await.map(|table| (record, table))
     });
     let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
     for (record, table) in futures::future::try_join_all(opens).await? {
@@ -581,19 +577,6 @@ async fn load_version(
         )));
     }
     Ok(version)
-}
-
-/// A file shorter or longer than the manifest says is damaged, whatever error reading it gave
-/// (stores differ: an invalid range, a short read...). Only probed on the failure path.
-async fn explain_open_failure(storage: &StorageRef, record: &FileRecord, error: Error) -> Error {
-    match storage.size(&record.path).await {
-        Ok(actual) if actual != record.size => Error::corruption(
-            &record.path,
-            actual,
-            format!("file is {actual} bytes but the manifest recorded {}", record.size),
-        ),
-        _ => error,
-    }
 }
 
 fn validate(options: &DbOptions) -> Result<()> {

@@ -38,7 +38,29 @@ pub struct Table {
 }
 
 impl Table {
+    /// Opens the table written with `size` bytes (as recorded in the manifest).
     pub async fn open(
+        storage: StorageRef,
+        path: String,
+        size: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Table> {
+        match Self::open_at_size(storage.clone(), path.clone(), size, cache).await {
+            Ok(table) => Ok(table),
+            // A file shorter or longer than recorded is damaged, whatever error reading it gave
+            // (stores differ: an invalid range, a short read...). Probed on failure only.
+            Err(e) => match storage.size(&path).await {
+                Ok(actual) if actual != size => Err(Error::corruption(
+                    &path,
+                    actual,
+                    format!("file is {actual} bytes but was written with {size}"),
+                )),
+                _ => Err(e),
+            },
+        }
+    }
+
+    async fn open_at_size(
         storage: StorageRef,
         path: String,
         size: u64,
