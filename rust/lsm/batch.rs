@@ -26,7 +26,6 @@ impl BatchOp {
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
-    bytes: usize,
 }
 
 impl WriteBatch {
@@ -50,7 +49,6 @@ impl WriteBatch {
     /// Deletes every key in [start, end) of `cf`.
     pub fn delete_range(&mut self, cf: &ColumnFamily, start: &[u8], end: &[u8]) {
         let (start, end) = (prefixed_key(cf.id, start), prefixed_key(cf.id, end));
-        self.bytes += start.len() + end.len();
         self.ops.push(BatchOp::DeleteRange { start, end });
     }
 
@@ -59,7 +57,6 @@ impl WriteBatch {
         let start = prefixed_key(cf.id, prefix);
         // The successor of a prefixed key stays at or below the next family's first key.
         let end = prefix_successor(&start).map_or_else(|| family_range(cf.id).1, Bytes::from);
-        self.bytes += start.len() + end.len();
         self.ops.push(BatchOp::DeleteRange { start, end });
     }
 
@@ -71,19 +68,12 @@ impl WriteBatch {
         self.ops.is_empty()
     }
 
-    /// Payload bytes of keys and values.
-    pub fn size_bytes(&self) -> usize {
-        self.bytes
-    }
-
     pub fn clear(&mut self) {
         self.ops.clear();
-        self.bytes = 0;
     }
 
     fn push_write(&mut self, kind: ValueKind, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
         let key = prefixed_key(cf.id, key);
-        self.bytes += key.len() + value.len();
         self.ops.push(BatchOp::Write { kind, key, value: Bytes::copy_from_slice(value) });
     }
 }

@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::cache::BlockCache;
-use crate::lsm::column_family::{ColumnFamily, family_range, prefixed_key};
+use crate::lsm::column_family::{ColumnFamily, prefixed_key};
 use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo};
 use crate::lsm::memtable::MemTable;
@@ -205,9 +205,8 @@ impl Db {
         if self.cf(cf.name()).as_ref() != Some(cf) {
             return Err(Error::invalid(format!("no column family {:?}", cf.name())));
         }
-        let (start, end) = family_range(cf.id);
         let mut batch = WriteBatch::new();
-        batch.ops.push(BatchOp::DeleteRange { start, end });
+        batch.delete_prefix(cf, &[]);
         self.write(&batch)?;
         let mut meta = self.inner.meta.lock().unwrap();
         meta.column_families.remove(cf.name());
@@ -384,10 +383,6 @@ impl Db {
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
         }
-    }
-
-    pub fn storage(&self) -> &StorageRef {
-        &self.inner.storage
     }
 
     /// Stops background work. Data not flushed is dropped (no WAL, see the module docs).
