@@ -118,4 +118,71 @@ public final class ForStNative {
      */
     public static native long executeBatch(
             long db, ByteBuffer request, int requestLength, ByteBuffer response);
+
+    // ---- Checkpoints (FLIP-428) ----
+
+    /**
+     * Checkpoint, synchronous phase: freezes the memtable and pins the files of the current
+     * version. Does no I/O; its duration does not depend on state or memtable size.
+     *
+     * @return a checkpoint handle, to be released with {@link #checkpointRelease}
+     */
+    public static native long checkpointPrepare(long db);
+
+    /**
+     * Checkpoint, asynchronous phase: waits until the data frozen by {@link #checkpointPrepare}
+     * is flushed, then returns the checkpoint's manifest (column families, files, sequence
+     * numbers). The bytes are opaque to Java; {@link #openRestored} takes them back. After this,
+     * {@link #checkpointFileNames} and {@link #checkpointFileSizes} describe the files.
+     */
+    public static native byte[] checkpointManifest(long checkpoint);
+
+    /** Names (relative to the DB directory) of the checkpoint's SST files. */
+    public static native String[] checkpointFileNames(long checkpoint);
+
+    /** Sizes of the files of {@link #checkpointFileNames}, in the same order. */
+    public static native long[] checkpointFileSizes(long checkpoint);
+
+    /**
+     * Copies checkpoint files {@code names[i]} to {@code destDir/destNames[i]}, concurrently,
+     * inside the storage when it can (hard link on a local file system, server-side copy on an
+     * object store) and by streaming through this process otherwise.
+     *
+     * @param destDir a directory URL as {@link #open} takes, or Flink's {@code file:/abs} form
+     * @return the number of bytes that passed through this process (0 when every copy stayed
+     *     inside the storage)
+     */
+    public static native long checkpointCopyFiles(
+            long checkpoint, String[] names, String destDir, String[] destNames);
+
+    /** Lets compaction delete the pinned files again. Releasing twice is a no-op. */
+    public static native void checkpointRelease(long checkpoint);
+
+    /**
+     * Builds a new database at {@code url} from one or more checkpoints and opens it. Files are
+     * copied or linked into {@code url} inside the storage, never rewritten: each source keeps
+     * only the keys of the new key-group range (the clip is a per-file key bound, no data moves).
+     *
+     * @param url the new database's directory; it must not hold a database yet
+     * @param options as for {@link #open}
+     * @param manifests per source, the bytes {@link #checkpointManifest} returned
+     * @param fileNames per source, the names {@link #checkpointFileNames} returned
+     * @param fileUris per source, where each of those files is now (same order)
+     * @param sourceKeyGroups per source, its first and last key group: {@code {s0, e0, s1, e1,
+     *     ...}}
+     * @param keyGroupStart first key group of the new database
+     * @param keyGroupEnd last key group of the new database (inclusive)
+     * @param keyGroupPrefixBytes bytes of key-group prefix at the start of every key (1 or 2)
+     * @return the database handle, as from {@link #open}
+     */
+    public static native long openRestored(
+            String url,
+            String[] options,
+            byte[][] manifests,
+            String[][] fileNames,
+            String[][] fileUris,
+            int[] sourceKeyGroups,
+            int keyGroupStart,
+            int keyGroupEnd,
+            int keyGroupPrefixBytes);
 }
