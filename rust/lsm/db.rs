@@ -22,7 +22,6 @@ use crate::lsm::memtable::MemTable;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
-use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
     write_manifest,
@@ -50,10 +49,9 @@ impl SuperVersion {
     }
 }
 
-/// Durable metadata besides the files; guarded by one mutex that also serializes manifest writes.
+/// Guarded by one mutex that serializes manifest writes.
 pub(crate) struct MetaState {
     manifest_number: u64,
-    column_families: BTreeMap<String, u32>,
 }
 
 #[derive(Default)]
@@ -79,6 +77,9 @@ pub(crate) struct DbInner {
     visible_seq: AtomicU64,
     super_version: RwLock<Arc<SuperVersion>>,
     meta: Mutex<MetaState>,
+    /// Column families by name. Changed only with `meta` held (they are in the manifest), but
+    /// read without it: a checkpoint's synchronous phase must not wait behind a manifest write.
+    families: RwLock<BTreeMap<String, u32>>,
     /// One compaction at a time, background or manual.
     pub compaction_lock: Mutex<()>,
     pub background: Mutex<BackgroundState>,
@@ -90,14 +91,6 @@ pub(crate) struct DbInner {
 pub struct Db {
     pub(crate) inner: Arc<DbInner>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-}
-
-/// Files of one version, kept on storage until this value is dropped (checkpoints copy them).
-#[derive(Debug)]
-pub struct PinnedFiles {
-    pub files: Vec<Arc<TableFile>>,
-    /// Every entry in the files has a sequence number <= this.
-    pub last_seq: SeqNo,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,7 +118,7 @@ impl Db {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
-        let version = block_on(load_version(&storage, &cache, &data))?;
+        let version = load_version(&storage, &cache, &data)?;
         if manifest_number > 1 {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
@@ -144,10 +137,8 @@ impl Db {
                 frozen: Vec::new(),
                 version: Arc::new(version),
             })),
-            meta: Mutex::new(MetaState {
-                manifest_number,
-                column_families: data.column_families.into_iter().collect(),
-            }),
+            meta: Mutex::new(MetaState { manifest_number }),
+            families: RwLock::new(data.column_families.into_iter().collect()),
             compaction_lock: Mutex::new(()),
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
@@ -171,27 +162,34 @@ impl Db {
     /// Creates a column family, or returns the existing one of that name.
     pub fn create_cf(&self, name: &str) -> Result<ColumnFamily> {
         self.inner.check_open()?;
-        let mut meta = self.inner.meta.lock().unwrap();
-        if let Some(&id) = meta.column_families.get(name) {
-            return Ok(ColumnFamily { id, name: name.into() });
+        if let Some(cf) = self.cf(name) {
+            return Ok(cf);
         }
-        let id = id_for_name(name, |id| meta.column_families.values().any(|&used| used == id));
-        meta.column_families.insert(name.to_string(), id);
+        let mut meta = self.inner.meta.lock().unwrap();
+        let id = {
+            let mut families = self.inner.families.write().unwrap();
+            if let Some(&id) = families.get(name) {
+                return Ok(ColumnFamily { id, name: name.into() });
+            }
+            let id = id_for_name(name, |id| families.values().any(|&used| used == id));
+            families.insert(name.to_string(), id);
+            id
+        };
         let version = self.inner.current().version.clone();
         if let Err(e) = self.inner.persist(&mut meta, &version) {
-            meta.column_families.remove(name);
+            self.inner.families.write().unwrap().remove(name);
             return Err(e);
         }
         Ok(ColumnFamily { id, name: name.into() })
     }
 
     pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
-        let meta = self.inner.meta.lock().unwrap();
-        meta.column_families.get(name).map(|&id| ColumnFamily { id, name: name.into() })
+        let families = self.inner.families.read().unwrap();
+        families.get(name).map(|&id| ColumnFamily { id, name: name.into() })
     }
 
     pub fn cf_names(&self) -> Vec<String> {
-        self.inner.meta.lock().unwrap().column_families.keys().cloned().collect()
+        self.inner.families.read().unwrap().keys().cloned().collect()
     }
 
     /// Drops a column family and all of its data (one range deletion; compaction reclaims space).
@@ -204,7 +202,7 @@ impl Db {
         batch.delete_prefix(cf, &[]);
         self.write(&batch)?;
         let mut meta = self.inner.meta.lock().unwrap();
-        meta.column_families.remove(cf.name());
+        self.inner.families.write().unwrap().remove(cf.name());
         let version = self.inner.current().version.clone();
         self.inner.persist(&mut meta, &version)
     }
@@ -356,16 +354,6 @@ impl Db {
         Ok(())
     }
 
-    /// Pins the files of the current version: no compaction deletes them until the returned value
-    /// is dropped. Takes no I/O; pair it with `freeze_memtable` + `flush` for a checkpoint.
-    pub fn pin_live_files(&self) -> PinnedFiles {
-        let sv = self.inner.current();
-        PinnedFiles {
-            files: sv.version.files().cloned().collect(),
-            last_seq: self.inner.visible_seq.load(Ordering::Acquire),
-        }
-    }
-
     pub fn stats(&self) -> DbStats {
         let sv = self.inner.current();
         DbStats {
@@ -414,8 +402,8 @@ impl DbInner {
 
     /// Column families by name, as the manifest stores them.
     pub fn column_families(&self) -> Vec<(String, u32)> {
-        let meta = self.meta.lock().unwrap();
-        meta.column_families.iter().map(|(name, id)| (name.clone(), *id)).collect()
+        let families = self.families.read().unwrap();
+        families.iter().map(|(name, id)| (name.clone(), *id)).collect()
     }
 
     pub fn visible_seq(&self) -> SeqNo {
@@ -516,7 +504,7 @@ impl DbInner {
         let data = ManifestData {
             last_seq: self.visible_seq(),
             next_file_number: self.next_file_number.load(Ordering::Relaxed),
-            column_families: meta.column_families.iter().map(|(n, id)| (n.clone(), *id)).collect(),
+            column_families: self.column_families(),
             tombstones: version.tombstones.clone(),
             files: version
                 .levels
@@ -538,17 +526,14 @@ impl DbInner {
     }
 }
 
-async fn load_version(
+/// The version a manifest describes; no file is read (tables open on first use).
+fn load_version(
     storage: &StorageRef,
     cache: &Arc<BlockCache>,
     data: &ManifestData,
 ) -> Result<Version> {
-    let opens = data.files.iter().map(|record| async move {
-        let table = Table::open(storage.clone(), record.path.clone(), record.size, cache.clone());
-        table.await.map(|table| (record, table))
-    });
     let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
-    for (record, table) in futures::future::try_join_all(opens).await? {
+    for record in &data.files {
         let level = record.level as usize;
         if level >= NUM_LEVELS {
             return Err(Error::corruption(
@@ -557,17 +542,8 @@ async fn load_version(
                 format!("file {} at level {level}", record.path),
             ));
         }
-        version.levels[level].push(Arc::new(
-            TableFile::new(
-                record.number,
-                record.path.clone(),
-                record.size,
-                Arc::new(table),
-                record.tombstones_applied_through,
-                storage.clone(),
-            )
-            .with_bounds(record.bounds.clone()),
-        ));
+        let file = TableFile::from_record(record, storage.clone(), cache.clone());
+        version.levels[level].push(Arc::new(file));
     }
     Ok(version)
 }

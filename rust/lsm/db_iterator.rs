@@ -49,12 +49,9 @@ impl DbIterator {
         let in_range = |f: &&Arc<crate::lsm::version::TableFile>| {
             f.smallest() < upper.as_ref() && f.largest() >= lower.as_ref()
         };
-        children.extend(
-            version.levels[0]
-                .iter()
-                .filter(in_range)
-                .map(|f| Box::new(f.iter(0)) as Box<dyn InternalIterator>),
-        );
+        for file in version.levels[0].iter().filter(in_range) {
+            children.push(Box::new(file.iter(0)?));
+        }
         for level in version.levels.iter().skip(1) {
             let files: Vec<_> = level.iter().filter(in_range).cloned().collect();
             if !files.is_empty() {

@@ -31,7 +31,7 @@ pub mod version;
 pub use batch::WriteBatch;
 pub use checkpoint::Checkpoint;
 pub use column_family::ColumnFamily;
-pub use db::{Db, DbStats, PinnedFiles};
+pub use db::{Db, DbStats};
 pub use db_iterator::DbIterator;
 pub use options::DbOptions;
 pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};

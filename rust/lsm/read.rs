@@ -67,10 +67,11 @@ async fn resolve_in_files(
     let level0 = version.levels[0].iter().filter(|f| f.smallest() <= key && key <= f.largest());
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     for file in level0.chain(deeper) {
-        if !file.table.may_contain(key) {
+        let table = file.table().await?;
+        if !table.may_contain(key) {
             continue;
         }
-        for (seq, kind, value) in file.table.get(key, snapshot).await? {
+        for (seq, kind, value) in table.get(key, snapshot).await? {
             if resolver.push(seq, kind, value) {
                 return Ok(());
             }

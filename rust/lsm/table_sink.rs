@@ -88,10 +88,10 @@ impl<'a> TableSink<'a> {
         self.outputs.push(Arc::new(TableFile::new(
             number,
             path,
-            size,
             Arc::new(table),
             self.tombstones_applied_through,
             storage,
+            self.db.cache.clone(),
         )));
         Ok(())
     }

@@ -70,8 +70,10 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let (lo, hi) = job.key_range();
     let bottommost =
         (job.output_level + 1..NUM_LEVELS).all(|l| version.overlapping(l, &lo, &hi).is_empty());
-    let children =
-        job.inputs.iter().flat_map(|(level, files)| input_iterators(db, *level, files)).collect();
+    let mut children = Vec::new();
+    for (level, files) in &job.inputs {
+        children.extend(input_iterators(db, *level, files)?);
+    }
     let inputs: Vec<_> = job.input_files().cloned().collect();
     merge_and_install(db, children, &version, bottommost, &inputs, job.output_level)?;
     Ok(true)
@@ -85,9 +87,10 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     if inputs.is_empty() {
         return Ok(());
     }
-    let children = (0..NUM_LEVELS)
-        .flat_map(|level| input_iterators(db, level, &version.levels[level]))
-        .collect();
+    let mut children = Vec::new();
+    for level in 0..NUM_LEVELS {
+        children.extend(input_iterators(db, level, &version.levels[level])?);
+    }
     merge_and_install(db, children, &version, true, &inputs, NUM_LEVELS - 1)
 }
 
@@ -96,14 +99,17 @@ fn input_iterators(
     db: &DbInner,
     level: usize,
     files: &[Arc<TableFile>],
-) -> Vec<Box<dyn InternalIterator>> {
+) -> Result<Vec<Box<dyn InternalIterator>>> {
     let readahead = db.options.compaction_readahead_bytes.max(1);
     if files.is_empty() {
-        Vec::new()
+        Ok(Vec::new())
     } else if level == 0 {
-        files.iter().map(|f| Box::new(f.iter(readahead)) as Box<dyn InternalIterator>).collect()
+        files
+            .iter()
+            .map(|f| Ok(Box::new(f.iter(readahead)?) as Box<dyn InternalIterator>))
+            .collect()
     } else {
-        vec![Box::new(LevelIterator::new(files.to_vec(), readahead))]
+        Ok(vec![Box::new(LevelIterator::new(files.to_vec(), readahead))])
     }
 }
 

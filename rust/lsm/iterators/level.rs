@@ -22,9 +22,13 @@ impl LevelIterator {
         LevelIterator { files, index: 0, current: None, readahead }
     }
 
-    fn open(&mut self, index: usize) {
+    fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
-        self.current = self.files.get(index).map(|f| f.iter(self.readahead));
+        self.current = None;
+        if let Some(file) = self.files.get(index) {
+            self.current = Some(file.iter(self.readahead)?);
+        }
+        Ok(())
     }
 
     /// Moves to following files while the current one is exhausted.
@@ -33,7 +37,7 @@ impl LevelIterator {
         seek_first: impl Fn(&mut FileIterator) -> Result<()>,
     ) -> Result<()> {
         while self.current.as_ref().is_some_and(|it| !it.valid()) {
-            self.open(self.index + 1);
+            self.open(self.index + 1)?;
             if let Some(it) = self.current.as_mut() {
                 seek_first(it)?;
             }
@@ -76,7 +80,7 @@ impl InternalIterator for LevelIterator {
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
         let index = self.files.partition_point(|f| f.largest() < user_key);
-        self.open(index);
+        self.open(index)?;
         if let Some(it) = self.current.as_mut() {
             it.seek(user_key)?;
         }

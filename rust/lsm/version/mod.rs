@@ -10,12 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
+use crate::Result;
+use crate::lsm::cache::BlockCache;
 use crate::lsm::iterators::file::FileIterator;
 use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::{Table, TableProperties};
-use crate::storage::{StorageRef, io_runtime};
+use crate::lsm::version::manifest::FileRecord;
+use crate::storage::{StorageRef, block_on, io_runtime};
 
 /// One live SST file.
 pub struct TableFile {
@@ -23,7 +26,11 @@ pub struct TableFile {
     /// Path relative to the storage root.
     pub path: String,
     pub size: u64,
-    pub table: Arc<Table>,
+    props: TableProperties,
+    /// Opened on first read, so a database (re)opened or restored on a DFS reads no file before
+    /// it needs one: a restore costs the same at any state size.
+    table: tokio::sync::OnceCell<Arc<Table>>,
+    cache: Arc<BlockCache>,
     /// Every range tombstone with a sequence number up to this was applied when the file was
     /// written: the file holds no entry such a tombstone covers.
     pub tombstones_applied_through: SeqNo,
@@ -42,24 +49,55 @@ impl std::fmt::Debug for TableFile {
 }
 
 impl TableFile {
+    /// A file just written, with its table already open.
     pub fn new(
         number: u64,
         path: String,
-        size: u64,
         table: Arc<Table>,
         tombstones_applied_through: SeqNo,
         storage: StorageRef,
+        cache: Arc<BlockCache>,
     ) -> Self {
         TableFile {
             number,
             path,
-            size,
-            table,
+            size: table.properties().size,
+            props: table.properties().clone(),
+            table: tokio::sync::OnceCell::new_with(Some(table)),
+            cache,
             tombstones_applied_through,
             bounds: None,
             obsolete: AtomicBool::new(false),
             storage,
         }
+    }
+
+    /// A file listed in a manifest, opened when first read.
+    pub fn from_record(record: &FileRecord, storage: StorageRef, cache: Arc<BlockCache>) -> Self {
+        TableFile {
+            number: record.number,
+            path: record.path.clone(),
+            size: record.size,
+            props: record.props.clone(),
+            table: tokio::sync::OnceCell::new(),
+            cache,
+            tombstones_applied_through: record.tombstones_applied_through,
+            bounds: record.bounds.clone(),
+            obsolete: AtomicBool::new(false),
+            storage,
+        }
+    }
+
+    /// The open table (footer, index and filter read on first use; a damaged file fails here,
+    /// naming itself, and is tried again on the next read).
+    pub async fn table(&self) -> Result<&Arc<Table>> {
+        self.table
+            .get_or_try_init(|| async {
+                let storage = self.storage.clone();
+                let table = Table::open(storage, self.path.clone(), self.size, self.cache.clone());
+                Ok(Arc::new(table.await?))
+            })
+            .await
     }
 
     /// Limits what the database sees of the file to [smallest, largest] (keys it holds).
@@ -69,8 +107,9 @@ impl TableFile {
     }
 
     /// Iterates the visible part of the file.
-    pub fn iter(&self, readahead: usize) -> FileIterator {
-        FileIterator::new(self.table.iter(readahead), self.bounds.clone())
+    pub fn iter(&self, readahead: usize) -> Result<FileIterator> {
+        let table = block_on(self.table())?;
+        Ok(FileIterator::new(table.iter(readahead), self.bounds.clone()))
     }
 
     /// True if the file can hold an entry that `tombstone` deletes.
@@ -81,7 +120,7 @@ impl TableFile {
     }
 
     pub fn props(&self) -> &TableProperties {
-        self.table.properties()
+        &self.props
     }
 
     pub fn smallest(&self) -> &[u8] {
