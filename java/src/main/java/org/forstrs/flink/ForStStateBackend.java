@@ -96,9 +96,22 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         return true;
     }
 
+    /**
+     * Native savepoints are full copies of the DB files (no sharing); canonical savepoints would
+     * need a full key/value iteration and are not supported yet.
+     */
     @Override
     public boolean supportsSavepointFormat(SavepointFormatType formatType) {
-        return false;
+        return formatType == SavepointFormatType.NATIVE;
+    }
+
+    /**
+     * In NO_CLAIM mode Flink's first checkpoint after restore does not share files (FORWARD), so
+     * the backend copies everything once and never references the restored checkpoint's files.
+     */
+    @Override
+    public boolean supportsNoClaimRestoreMode() {
+        return true;
     }
 
     @Override
