@@ -172,15 +172,28 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                             Map.of());
         } else {
             long start = System.nanoTime();
-            restored =
-                    new ForStRestoreOperation<>(
-                                    parameters.getStateHandles(),
-                                    parameters.getKeySerializer(),
-                                    parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
-                                    parameters.getKeyGroupRange(),
-                                    parameters.getNumberOfKeyGroups(),
-                                    parameters.getCancelStreamRegistry())
-                            .restore(dbUri, nativeOptions);
+            try {
+                restored =
+                        new ForStRestoreOperation<>(
+                                        parameters.getStateHandles(),
+                                        parameters.getKeySerializer(),
+                                        parameters
+                                                .getEnv()
+                                                .getUserCodeClassLoader()
+                                                .asClassLoader(),
+                                        parameters.getKeyGroupRange(),
+                                        parameters.getNumberOfKeyGroups(),
+                                        parameters.getCancelStreamRegistry())
+                                .restore(dbUri, nativeOptions);
+            } catch (Throwable t) {
+                // No backend owns the half-built directory; the next attempt uses another one.
+                try {
+                    deleteDirectory(dbUri);
+                } catch (Throwable cleanup) {
+                    t.addSuppressed(cleanup);
+                }
+                throw t;
+            }
             LOG.info(
                     "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
                     parameters.getOperatorIdentifier(),
