@@ -7,13 +7,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use once_cell::sync::Lazy;
 
 use super::guard::{Failure, JniResult};
 use crate::executor::FamilyRegistry;
-use crate::lsm::{ColumnFamily, Db};
+use crate::lsm::{Checkpoint, ColumnFamily, Db};
 
 /// One open database and the column families Java registered on it, by the id that the wire
 /// format and the single-op methods use.
@@ -63,4 +63,29 @@ pub fn remove(handle: i64) -> JniResult<Arc<DbHandle>> {
     DATABASES.write().unwrap_or_else(|p| p.into_inner()).remove(&handle).ok_or_else(|| {
         Failure::IllegalState(format!("database handle {handle} is unknown or already closed"))
     })
+}
+
+/// A checkpoint Java is taking; the mutex serializes its asynchronous steps.
+pub type CheckpointHandle = Arc<Mutex<Checkpoint>>;
+
+static CHECKPOINTS: Lazy<RwLock<HashMap<i64, CheckpointHandle>>> =
+    Lazy::new(|| RwLock::new(HashMap::new()));
+
+/// Registers a checkpoint and returns its handle (always > 0, never equal to a database's).
+pub fn insert_checkpoint(checkpoint: Checkpoint) -> i64 {
+    let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+    let checkpoint = Arc::new(Mutex::new(checkpoint));
+    CHECKPOINTS.write().unwrap_or_else(|p| p.into_inner()).insert(id, checkpoint);
+    id
+}
+
+pub fn get_checkpoint(handle: i64) -> JniResult<CheckpointHandle> {
+    CHECKPOINTS.read().unwrap_or_else(|p| p.into_inner()).get(&handle).cloned().ok_or_else(|| {
+        Failure::IllegalState(format!("checkpoint handle {handle} is unknown or released"))
+    })
+}
+
+/// Forgets the checkpoint; its files are unpinned once no call still uses it.
+pub fn remove_checkpoint(handle: i64) {
+    CHECKPOINTS.write().unwrap_or_else(|p| p.into_inner()).remove(&handle);
 }

@@ -16,14 +16,18 @@ use crate::lsm::Db;
 /// `get` result for a key that has no value.
 pub const NOT_FOUND: jint = -1;
 
-fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
+pub(super) fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniResult<String> {
     if s.is_null() {
         return illegal_argument(format!("{what} is null"));
     }
     Ok(env.get_string(s)?.into())
 }
 
-fn strings(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>, what: &str) -> JniResult<Vec<String>> {
+pub(super) fn strings(
+    env: &mut JNIEnv<'_>,
+    array: &JObjectArray<'_>,
+    what: &str,
+) -> JniResult<Vec<String>> {
     if array.is_null() {
         return Ok(Vec::new());
     }

@@ -1,7 +1,10 @@
 //! Column families (one per Flink state) share one LSM tree: every key is stored behind its
 //! family's 4-byte big-endian id, so a family is a contiguous key range. That keeps the number of
 //! files on the DFS independent of the number of states, and dropping a family is one range
-//! deletion. Ids are never reused.
+//! deletion.
+//!
+//! Ids derive from the name ([`id_for_name`]), so the same state has the same id in every
+//! database of a job: a rescale can combine files of several databases without rewriting keys.
 
 use std::sync::Arc;
 
@@ -28,6 +31,17 @@ impl ColumnFamily {
     }
 }
 
+/// The id a family of this name gets: crc32c of the name, or the next free one in the (never yet
+/// seen) case that another name of this database already hashes there. `u32::MAX` is never used,
+/// so every family has a successor prefix ([`family_range`]).
+pub fn id_for_name(name: &str, taken: impl Fn(ColumnFamilyId) -> bool) -> ColumnFamilyId {
+    let mut id = crc32c::crc32c(name.as_bytes());
+    while id == ColumnFamilyId::MAX || taken(id) {
+        id = id.wrapping_add(1);
+    }
+    id
+}
+
 /// The stored form of `key` in family `cf`.
 pub fn prefixed_key(cf: ColumnFamilyId, key: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(CF_PREFIX_LEN + key.len());
@@ -39,6 +53,11 @@ pub fn prefixed_key(cf: ColumnFamilyId, key: &[u8]) -> Bytes {
 /// The key range [start, end) holding every key of family `cf`.
 pub fn family_range(cf: ColumnFamilyId) -> (Bytes, Bytes) {
     (prefixed_key(cf, &[]), prefixed_key(cf + 1, &[]))
+}
+
+/// The family a stored key belongs to.
+pub fn family_of(key: &[u8]) -> Option<ColumnFamilyId> {
+    Some(ColumnFamilyId::from_be_bytes(key.get(..CF_PREFIX_LEN)?.try_into().ok()?))
 }
 
 /// Exclusive upper bound of all keys starting with `prefix`, or None if there is none

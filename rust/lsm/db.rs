@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::cache::BlockCache;
-use crate::lsm::column_family::{ColumnFamily, prefixed_key};
+use crate::lsm::column_family::{ColumnFamily, id_for_name, prefixed_key};
 use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo};
 use crate::lsm::memtable::MemTable;
@@ -54,7 +54,6 @@ impl SuperVersion {
 pub(crate) struct MetaState {
     manifest_number: u64,
     column_families: BTreeMap<String, u32>,
-    next_cf_id: u32,
 }
 
 #[derive(Default)]
@@ -75,7 +74,7 @@ pub(crate) struct DbInner {
     pub session: u64,
     next_file_number: AtomicU64,
     /// Serializes writers: sequence numbers are handed out in order and a batch lands as a unit.
-    write_lock: Mutex<()>,
+    pub(crate) write_lock: Mutex<()>,
     /// Highest sequence number visible to readers.
     visible_seq: AtomicU64,
     super_version: RwLock<Arc<SuperVersion>>,
@@ -89,7 +88,7 @@ pub(crate) struct DbInner {
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct Db {
-    inner: Arc<DbInner>,
+    pub(crate) inner: Arc<DbInner>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -148,7 +147,6 @@ impl Db {
             meta: Mutex::new(MetaState {
                 manifest_number,
                 column_families: data.column_families.into_iter().collect(),
-                next_cf_id: data.next_cf_id,
             }),
             compaction_lock: Mutex::new(()),
             background: Mutex::new(BackgroundState::default()),
@@ -177,14 +175,11 @@ impl Db {
         if let Some(&id) = meta.column_families.get(name) {
             return Ok(ColumnFamily { id, name: name.into() });
         }
-        let id = meta.next_cf_id;
-        meta.next_cf_id =
-            id.checked_add(1).ok_or_else(|| Error::invalid("column family ids exhausted"))?;
+        let id = id_for_name(name, |id| meta.column_families.values().any(|&used| used == id));
         meta.column_families.insert(name.to_string(), id);
         let version = self.inner.current().version.clone();
         if let Err(e) = self.inner.persist(&mut meta, &version) {
             meta.column_families.remove(name);
-            meta.next_cf_id = id;
             return Err(e);
         }
         Ok(ColumnFamily { id, name: name.into() })
@@ -417,6 +412,12 @@ impl DbInner {
         self.super_version.read().unwrap().clone()
     }
 
+    /// Column families by name, as the manifest stores them.
+    pub fn column_families(&self) -> Vec<(String, u32)> {
+        let meta = self.meta.lock().unwrap();
+        meta.column_families.iter().map(|(name, id)| (name.clone(), *id)).collect()
+    }
+
     pub fn visible_seq(&self) -> SeqNo {
         self.visible_seq.load(Ordering::Acquire)
     }
@@ -426,7 +427,7 @@ impl DbInner {
     }
 
     /// Caller holds the write lock, so no insert races with the swap.
-    fn freeze_memtable(&self) {
+    pub(crate) fn freeze_memtable(&self) {
         let mut sv = self.super_version.write().unwrap();
         if sv.mem.is_empty() {
             return;
@@ -496,7 +497,11 @@ impl DbInner {
             .filter(|m| !flushed.is_some_and(|f| Arc::ptr_eq(f, m)))
             .cloned()
             .collect();
-        *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version: Arc::new(version) });
+        let version = Arc::new(version);
+        if let Some(memtable) = flushed {
+            memtable.set_flushed_into(version.clone());
+        }
+        *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version });
         let live: std::collections::HashSet<u64> = sv.version.files().map(|f| f.number).collect();
         drop(sv);
         drop(meta);
@@ -511,23 +516,13 @@ impl DbInner {
         let data = ManifestData {
             last_seq: self.visible_seq(),
             next_file_number: self.next_file_number.load(Ordering::Relaxed),
-            next_cf_id: meta.next_cf_id,
             column_families: meta.column_families.iter().map(|(n, id)| (n.clone(), *id)).collect(),
             tombstones: version.tombstones.clone(),
             files: version
                 .levels
                 .iter()
                 .enumerate()
-                .flat_map(|(level, files)| {
-                    files.iter().map(move |f| FileRecord {
-                        level: level as u8,
-                        number: f.number,
-                        path: f.path.clone(),
-                        size: f.size,
-                        props: f.props().clone(),
-                        tombstones_applied_through: f.tombstones_applied_through,
-                    })
-                })
+                .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
                 .collect(),
         };
         let number = meta.manifest_number + 1;
@@ -562,14 +557,17 @@ async fn load_version(
                 format!("file {} at level {level}", record.path),
             ));
         }
-        version.levels[level].push(Arc::new(TableFile::new(
-            record.number,
-            record.path.clone(),
-            record.size,
-            Arc::new(table),
-            record.tombstones_applied_through,
-            storage.clone(),
-        )));
+        version.levels[level].push(Arc::new(
+            TableFile::new(
+                record.number,
+                record.path.clone(),
+                record.size,
+                Arc::new(table),
+                record.tombstones_applied_through,
+                storage.clone(),
+            )
+            .with_bounds(record.bounds.clone()),
+        ));
     }
     Ok(version)
 }

@@ -53,7 +53,7 @@ impl DbIterator {
             version.levels[0]
                 .iter()
                 .filter(in_range)
-                .map(|f| Box::new(f.table.iter(0)) as Box<dyn InternalIterator>),
+                .map(|f| Box::new(f.iter(0)) as Box<dyn InternalIterator>),
         );
         for level in version.levels.iter().skip(1) {
             let files: Vec<_> = level.iter().filter(in_range).cloned().collect();

@@ -2,8 +2,8 @@
 //! tombstones written since the last freeze. A frozen memtable is never written again.
 
 use std::ops::Bound;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
@@ -12,6 +12,7 @@ use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{InternalKey, SeqNo, ValueKind};
 use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::version::Version;
 
 /// Per-entry bookkeeping of the skiplist (node, tower, Bytes headers), so that the memtable budget
 /// tracks real memory and not just payload bytes.
@@ -22,6 +23,9 @@ pub struct MemTable {
     map: SkipMap<InternalKey, Bytes>,
     approximate_bytes: AtomicU64,
     tombstones: Mutex<Vec<RangeTombstone>>,
+    /// The version its flush installed: everything written up to this memtable's last entry and
+    /// nothing after (memtables flush in order). A checkpoint waits for it.
+    flushed_into: OnceLock<Arc<Version>>,
 }
 
 impl MemTable {
@@ -33,6 +37,15 @@ impl MemTable {
         let bytes = key.len() as u64 + value.len() as u64 + ENTRY_OVERHEAD;
         self.map.insert(InternalKey::new(key, seq, kind), value);
         self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Records the version that made this memtable's data durable.
+    pub(crate) fn set_flushed_into(&self, version: Arc<Version>) {
+        let _ = self.flushed_into.set(version);
+    }
+
+    pub(crate) fn flushed_into(&self) -> Option<&Arc<Version>> {
+        self.flushed_into.get()
     }
 
     pub fn add_tombstone(&self, tombstone: RangeTombstone) {

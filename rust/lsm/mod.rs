@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod cache;
+pub mod checkpoint;
 mod collapse;
 pub mod column_family;
 mod compaction;
@@ -22,12 +23,15 @@ pub mod options;
 pub mod range_tombstone;
 mod read;
 mod resolve;
+pub mod restore;
 pub mod sst;
 mod table_sink;
 pub mod version;
 
 pub use batch::WriteBatch;
+pub use checkpoint::Checkpoint;
 pub use column_family::ColumnFamily;
 pub use db::{Db, DbStats, PinnedFiles};
 pub use db_iterator::DbIterator;
 pub use options::DbOptions;
+pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};

@@ -2,10 +2,14 @@
 //! compaction output). Each finished file goes to storage in one put, under a name never used
 //! before: `<number>-<session>.sst`, where the session is random per open, so a restarted or
 //! concurrent instance can never overwrite a file another one (or a checkpoint) still references.
+//!
+//! A file never spans two column families: a family's keys then lie in files of their own, so a
+//! restore can clip a file to one key-group range with a single pair of bounds.
 
 use std::sync::Arc;
 
 use crate::Result;
+use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db::DbInner;
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::sst::{Table, TableBuilder};
@@ -17,16 +21,29 @@ pub struct TableSink<'a> {
     builder: Option<TableBuilder>,
     outputs: Vec<Arc<TableFile>>,
     tombstones_applied_through: SeqNo,
+    /// Column family of the file being built.
+    family: Option<ColumnFamilyId>,
 }
 
 impl<'a> TableSink<'a> {
     /// `tombstones_applied_through`: see `TableFile`; the caller drops what those tombstones cover.
     pub fn new(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
-        TableSink { db, builder: None, outputs: Vec::new(), tombstones_applied_through }
+        TableSink {
+            db,
+            builder: None,
+            outputs: Vec::new(),
+            tombstones_applied_through,
+            family: None,
+        }
     }
 
     /// Adds an entry; the caller guarantees internal order and one entry per user key.
     pub fn add(&mut self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Result<()> {
+        let family = family_of(key);
+        if self.family != family {
+            self.finish_file()?;
+            self.family = family;
+        }
         let builder =
             self.builder.get_or_insert_with(|| TableBuilder::new(self.db.options.table.clone()));
         builder.add(key, seq, kind, value);

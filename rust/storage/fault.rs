@@ -277,6 +277,16 @@ impl Storage for FaultStorage {
         self.state.check(OpKind::Copy, &self.url_of(from))?;
         self.inner.copy(from, to).await
     }
+
+    fn locate(&self, path: &str) -> Option<super::Location> {
+        self.inner.locate(path)
+    }
+
+    /// Counts as a Copy: checkpoints and restores copy files in through here.
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
+        self.state.check(OpKind::Copy, &self.url_of(to))?;
+        self.inner.copy_in(src, from, to).await
+    }
 }
 
 struct FaultWriter {

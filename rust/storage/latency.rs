@@ -198,6 +198,16 @@ impl Storage for LatencyStorage {
         wait(self.latency, 0).await;
         self.inner.copy(from, to).await
     }
+
+    fn locate(&self, path: &str) -> Option<super::Location> {
+        self.inner.locate(path)
+    }
+
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
+        self.counters.call();
+        wait(self.latency, 0).await;
+        self.inner.copy_in(src, from, to).await
+    }
 }
 
 struct LatencyWriter {

@@ -543,6 +543,15 @@ impl Storage for LocalStorage {
         Ok(())
     }
 
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
+        super::copy_between(src, from, self, to).await
+    }
+
+    fn locate(&self, path: &str) -> Option<super::Location> {
+        let (_, abs) = self.inner.location(path, false).ok()?;
+        Some(super::Location::LocalFile(abs))
+    }
+
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
         let s = &self.inner;
         let (from_rel, from_abs) = s.location(from, false)?;

@@ -11,6 +11,7 @@ mod object_store;
 mod open;
 mod precise_delay;
 mod runtime;
+mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
 pub use fault::{FaultStorage, OpKind};
@@ -18,6 +19,7 @@ pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
 pub use open::{LocalBackend, StorageOptions, drop_memory_store, open_storage};
 pub use runtime::{block_on, io_runtime};
+pub use transfer::{Location, Transfer, copy_between};
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -75,6 +77,17 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 
     /// Copies a file inside the store, server-side where the store can.
     async fn copy(&self, from: &str, to: &str) -> Result<()>;
+
+    /// Where `path` lives physically, if copies from another storage can avoid moving its bytes
+    /// through this process (see [`copy_between`]).
+    fn locate(&self, _path: &str) -> Option<Location> {
+        None
+    }
+
+    /// Copies `from` of another storage to `to` here (which must not exist), inside the
+    /// underlying file system when both sit on the same one: stores implement it with
+    /// [`copy_between`], wrappers intercept it.
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer>;
 }
 
 /// A file being written. Dropping it without `finish` leaves nothing visible.

@@ -26,6 +26,17 @@ pub struct ObjectStoreStorage {
     store: Arc<dyn ObjectStore>,
     root: Path,
     url: String,
+    physical: Physical,
+}
+
+/// What `locate` can say about this store's files.
+#[derive(Debug, Clone)]
+enum Physical {
+    Unknown,
+    /// Storages with equal ids reach the same objects (same bucket on the same endpoint).
+    Shared(String),
+    /// object_store's local file system rooted at this directory.
+    LocalDir(std::path::PathBuf),
 }
 
 impl ObjectStoreStorage {
@@ -35,7 +46,22 @@ impl ObjectStoreStorage {
         let url = url.into();
         let root = Path::parse(root)
             .map_err(|e| Error::invalid(format!("bad root prefix {root:?} for {url}: {e}")))?;
-        Ok(Self { store, root, url: url.trim_end_matches('/').to_string() })
+        let url = url.trim_end_matches('/').to_string();
+        Ok(Self { store, root, url, physical: Physical::Unknown })
+    }
+
+    /// Declares that every storage built with the same `store_id` reaches the same objects, so
+    /// copies between them can be server-side.
+    pub fn with_store_id(mut self, store_id: impl Into<String>) -> Self {
+        self.physical = Physical::Shared(store_id.into());
+        self
+    }
+
+    /// Declares that the store is object_store's local file system rooted at `dir` (the root
+    /// prefix must be empty), so copies to other local storages can be hard links.
+    pub fn with_local_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.physical = Physical::LocalDir(dir.into());
+        self
     }
 
     pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
@@ -205,6 +231,25 @@ impl Storage for ObjectStoreStorage {
         let src = self.location(from)?;
         let dst = self.location(to)?;
         self.store.copy(&src, &dst).await.map_err(|e| self.rename_err("copy", from, to, e))
+    }
+
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
+        super::copy_between(src, from, self, to).await
+    }
+
+    fn locate(&self, path: &str) -> Option<super::Location> {
+        match &self.physical {
+            Physical::Unknown => None,
+            Physical::Shared(id) => Some(super::Location::Object {
+                store: self.store.clone(),
+                store_id: id.clone(),
+                path: self.location(path).ok()?,
+            }),
+            Physical::LocalDir(dir) => {
+                let rel = self.location(path).ok()?;
+                Some(super::Location::LocalFile(dir.join(rel.as_ref())))
+            }
+        }
     }
 }
 

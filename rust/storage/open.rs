@@ -127,6 +127,11 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     if url.starts_with('/') {
         return open_local(url, options);
     }
+    if let Some(path) = url.strip_prefix("file:/").filter(|p| !p.starts_with('/')) {
+        // Flink's Path prints local files as file:/abs (no authority).
+        let decoded = percent_decode(path).ok_or_else(|| bad("bad percent escape"))?;
+        return open_local(&format!("/{decoded}"), options);
+    }
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(bad("expected scheme://... or an absolute path"));
     };
@@ -148,7 +153,7 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
             let store = memory_store(name);
             let storage =
                 ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
-            Ok(Arc::new(storage))
+            Ok(Arc::new(storage.with_store_id(format!("memory://{name}"))))
         }
         "s3" | "s3a" => {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -158,7 +163,8 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
             let store = open_s3(bucket, options).map_err(|e| bad(&e))?;
             let storage =
                 ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
-            Ok(Arc::new(storage))
+            let endpoint = options.s3_endpoint.as_deref().unwrap_or("aws");
+            Ok(Arc::new(storage.with_store_id(format!("s3://{bucket}@{endpoint}"))))
         }
         _ => Err(bad(&format!("unknown scheme {scheme:?}"))),
     }
@@ -177,7 +183,7 @@ fn open_local(dir: &str, options: &StorageOptions) -> Result<StorageRef> {
         // Deleting the last file of a directory removes the directory, as on object stores.
         .with_automatic_cleanup(true)
         .with_fsync(options.local_fsync);
-    Ok(Arc::new(ObjectStoreStorage::new(Arc::new(store), "", url)?))
+    Ok(Arc::new(ObjectStoreStorage::new(Arc::new(store), "", url)?.with_local_dir(dir)))
 }
 
 /// Named in-memory stores live for the whole process so that a database reopened under the same

@@ -101,10 +101,7 @@ fn input_iterators(
     if files.is_empty() {
         Vec::new()
     } else if level == 0 {
-        files
-            .iter()
-            .map(|f| Box::new(f.table.iter(readahead)) as Box<dyn InternalIterator>)
-            .collect()
+        files.iter().map(|f| Box::new(f.iter(readahead)) as Box<dyn InternalIterator>).collect()
     } else {
         vec![Box::new(LevelIterator::new(files.to_vec(), readahead))]
     }

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
+use crate::lsm::iterators::file::FileIterator;
 use crate::lsm::key::{SeqNo, ValueKind};
-use crate::lsm::sst::TableIterator;
 use crate::lsm::version::TableFile;
 
 pub struct LevelIterator {
     files: Vec<Arc<TableFile>>,
     index: usize,
-    current: Option<TableIterator>,
+    current: Option<FileIterator>,
     readahead: usize,
 }
 
@@ -24,13 +24,13 @@ impl LevelIterator {
 
     fn open(&mut self, index: usize) {
         self.index = index;
-        self.current = self.files.get(index).map(|f| f.table.iter(self.readahead));
+        self.current = self.files.get(index).map(|f| f.iter(self.readahead));
     }
 
     /// Moves to following files while the current one is exhausted.
     fn skip_exhausted(
         &mut self,
-        seek_first: impl Fn(&mut TableIterator) -> Result<()>,
+        seek_first: impl Fn(&mut FileIterator) -> Result<()>,
     ) -> Result<()> {
         while self.current.as_ref().is_some_and(|it| !it.valid()) {
             self.open(self.index + 1);
@@ -41,7 +41,7 @@ impl LevelIterator {
         Ok(())
     }
 
-    fn current(&self) -> &TableIterator {
+    fn current(&self) -> &FileIterator {
         self.current.as_ref().expect("iterator not valid")
     }
 }

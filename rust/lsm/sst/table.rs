@@ -16,7 +16,7 @@ use super::index::Index;
 use super::iter::TableIterator;
 use super::{TableProperties, properties};
 use crate::lsm::cache::BlockCache;
-use crate::lsm::key::{SeqNo, ValueKind};
+use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
 use crate::storage::StorageRef;
 use crate::{Error, Result};
 
@@ -183,6 +183,41 @@ impl Table {
             i += 1;
         }
         Ok(found)
+    }
+
+    /// The smallest user key >= `lower` in the table (one block read at most).
+    pub async fn first_key_at_or_after(&self, lower: &[u8]) -> Result<Option<Bytes>> {
+        let i = self.index.find(lower, MAX_SEQ);
+        if i >= self.index.len() {
+            return Ok(None);
+        }
+        let handle = self.index.handle(i);
+        let mut it = BlockIter::new(self.cached_block(handle).await?);
+        it.seek(lower, MAX_SEQ).map_err(|m| self.corruption(handle, m))?;
+        Ok(it.valid().then(|| Bytes::copy_from_slice(it.user_key())))
+    }
+
+    /// The largest user key < `upper` in the table (one block read at most).
+    pub async fn last_key_before(&self, upper: &[u8]) -> Result<Option<Bytes>> {
+        // Keys below `upper` fill the blocks before the first whose last key reaches it, and
+        // maybe the start of that block.
+        let i = self.index.find(upper, MAX_SEQ);
+        if i < self.index.len() {
+            let handle = self.index.handle(i);
+            let mut it = BlockIter::new(self.cached_block(handle).await?);
+            it.seek_to_first().map_err(|m| self.corruption(handle, m))?;
+            let mut last = None;
+            while it.valid() && it.user_key() < upper {
+                if last.as_deref() != Some(it.user_key()) {
+                    last = Some(Bytes::copy_from_slice(it.user_key()));
+                }
+                it.next().map_err(|m| self.corruption(handle, m))?;
+            }
+            if last.is_some() {
+                return Ok(last);
+            }
+        }
+        Ok(i.checked_sub(1).map(|prev| Bytes::copy_from_slice(self.index.last_key(prev))))
     }
 
     pub fn iter(self: &Arc<Self>, readahead: usize) -> TableIterator {

@@ -9,11 +9,12 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use crate::lsm::key::SeqNo;
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::TableProperties;
+use crate::lsm::version::TableFile;
 use crate::storage::{Storage, WriteMode};
 use crate::{Error, Result};
 
 const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
-const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 2;
 const PREFIX: &str = "MANIFEST-";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +25,23 @@ pub struct FileRecord {
     pub size: u64,
     pub props: TableProperties,
     pub tombstones_applied_through: SeqNo,
+    /// See `TableFile::bounds`.
+    pub bounds: Option<(Bytes, Bytes)>,
+}
+
+impl FileRecord {
+    /// The record of a live file at `level`.
+    pub fn of(level: usize, file: &TableFile) -> Self {
+        FileRecord {
+            level: level as u8,
+            number: file.number,
+            path: file.path.clone(),
+            size: file.size,
+            props: file.props().clone(),
+            tombstones_applied_through: file.tombstones_applied_through,
+            bounds: file.bounds.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,7 +49,6 @@ pub struct ManifestData {
     /// Every sequence number in the files is <= this; a reopened database continues after it.
     pub last_seq: SeqNo,
     pub next_file_number: u64,
-    pub next_cf_id: u32,
     pub column_families: Vec<(String, u32)>,
     pub tombstones: Vec<RangeTombstone>,
     pub files: Vec<FileRecord>,
@@ -81,7 +98,6 @@ pub fn encode(data: &ManifestData) -> Bytes {
     let mut body = BytesMut::new();
     body.put_u64_le(data.last_seq);
     body.put_u64_le(data.next_file_number);
-    body.put_u32_le(data.next_cf_id);
     body.put_u32_le(data.column_families.len() as u32);
     for (name, id) in &data.column_families {
         put_bytes(&mut body, name.as_bytes());
@@ -106,6 +122,14 @@ pub fn encode(data: &ManifestData) -> Bytes {
         body.put_u64_le(f.props.entries);
         body.put_u64_le(f.props.size);
         body.put_u64_le(f.tombstones_applied_through);
+        match &f.bounds {
+            None => body.put_u8(0),
+            Some((lo, hi)) => {
+                body.put_u8(1);
+                put_bytes(&mut body, lo);
+                put_bytes(&mut body, hi);
+            }
+        }
     }
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_u64_le(MAGIC);
@@ -134,12 +158,8 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
         return Err(bad(bytes.len() - 4, "manifest checksum mismatch"));
     }
     let mut r = Reader { buf: body, path };
-    let mut data = ManifestData {
-        last_seq: r.u64()?,
-        next_file_number: r.u64()?,
-        next_cf_id: r.u32()?,
-        ..Default::default()
-    };
+    let mut data =
+        ManifestData { last_seq: r.u64()?, next_file_number: r.u64()?, ..Default::default() };
     for _ in 0..r.u32()? {
         let name = r.string()?;
         data.column_families.push((name, r.u32()?));
@@ -162,6 +182,11 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             size: r.u64()?,
         };
         let tombstones_applied_through = r.u64()?;
+        let bounds = match r.u8()? {
+            0 => None,
+            1 => Some((r.bytes()?, r.bytes()?)),
+            _ => return Err(bad(12, "bad bounds flag in manifest")),
+        };
         data.files.push(FileRecord {
             level,
             number,
@@ -169,6 +194,7 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             size,
             props,
             tombstones_applied_through,
+            bounds,
         });
     }
     if !r.buf.is_empty() {
@@ -234,7 +260,6 @@ mod tests {
         ManifestData {
             last_seq: 42,
             next_file_number: 7,
-            next_cf_id: 3,
             column_families: vec![("default".into(), 0), ("counts".into(), 2)],
             tombstones: vec![RangeTombstone { start: "a".into(), end: "b".into(), seq: 9 }],
             files: vec![FileRecord {
@@ -251,6 +276,7 @@ mod tests {
                     size: 1234,
                 },
                 tombstones_applied_through: 9,
+                bounds: Some(("k2".into(), "k8".into())),
             }],
         }
     }

@@ -8,6 +8,9 @@ pub mod manifest;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
+
+use crate::lsm::iterators::file::FileIterator;
 use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::RangeTombstone;
@@ -24,6 +27,10 @@ pub struct TableFile {
     /// Every range tombstone with a sequence number up to this was applied when the file was
     /// written: the file holds no entry such a tombstone covers.
     pub tombstones_applied_through: SeqNo,
+    /// Inclusive user-key bounds of what this database sees of the file, when that is less than
+    /// the whole file (a restore clipped it to a narrower key-group range). Both are keys the
+    /// file holds, so every range check below works unchanged.
+    pub bounds: Option<(Bytes, Bytes)>,
     obsolete: AtomicBool,
     storage: StorageRef,
 }
@@ -49,9 +56,21 @@ impl TableFile {
             size,
             table,
             tombstones_applied_through,
+            bounds: None,
             obsolete: AtomicBool::new(false),
             storage,
         }
+    }
+
+    /// Limits what the database sees of the file to [smallest, largest] (keys it holds).
+    pub fn with_bounds(mut self, bounds: Option<(Bytes, Bytes)>) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// Iterates the visible part of the file.
+    pub fn iter(&self, readahead: usize) -> FileIterator {
+        FileIterator::new(self.table.iter(readahead), self.bounds.clone())
     }
 
     /// True if the file can hold an entry that `tombstone` deletes.
@@ -66,11 +85,11 @@ impl TableFile {
     }
 
     pub fn smallest(&self) -> &[u8] {
-        &self.props().smallest_key
+        self.bounds.as_ref().map_or(&self.props().smallest_key, |(lo, _)| lo)
     }
 
     pub fn largest(&self) -> &[u8] {
-        &self.props().largest_key
+        self.bounds.as_ref().map_or(&self.props().largest_key, |(_, hi)| hi)
     }
 
     pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {

@@ -1,0 +1,247 @@
+//! The checkpoint and restore natives of `org.forstrs.jni.ForStNative` (see that class for the
+//! Java contract; the engine side is `lsm::checkpoint` and `lsm::restore`).
+
+use std::collections::HashMap;
+
+use ::jni::JNIEnv;
+use ::jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
+use ::jni::sys::{jint, jlong};
+use bytes::Bytes;
+
+use super::guard::{JniResult, guard, illegal_argument};
+use super::handles::{self, DbHandle};
+use super::natives::{string, strings};
+use super::options;
+use crate::lsm::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
+use crate::storage::{StorageOptions, StorageRef, open_storage};
+
+/// `static native long checkpointPrepare(long db)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointPrepare<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+) -> jlong {
+    guard(&mut env, |_| Ok(handles::insert_checkpoint(handles::get(db)?.db.checkpoint()?)))
+}
+
+/// `static native byte[] checkpointManifest(long checkpoint)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+) -> ::jni::sys::jbyteArray {
+    guard(&mut env, |env| {
+        let checkpoint = handles::get_checkpoint(checkpoint)?;
+        let mut checkpoint = checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        checkpoint.wait_durable()?;
+        let manifest = checkpoint.manifest()?;
+        Ok(env.byte_array_from_slice(&manifest)?)
+    })
+    .into_raw()
+}
+
+/// `static native String[] checkpointFileNames(long checkpoint)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileNames<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+) -> ::jni::sys::jobjectArray {
+    guard(&mut env, |env| {
+        let files = handles::get_checkpoint(checkpoint)?.lock().unwrap().files()?;
+        let array =
+            env.new_object_array(files.len() as jint, "java/lang/String", JObject::null())?;
+        for (i, (name, _)) in files.iter().enumerate() {
+            let name = env.new_string(name)?;
+            let name = env.auto_local(name);
+            env.set_object_array_element(&array, i as jint, &*name)?;
+        }
+        Ok(array)
+    })
+    .into_raw()
+}
+
+/// `static native long[] checkpointFileSizes(long checkpoint)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileSizes<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+) -> ::jni::sys::jlongArray {
+    guard(&mut env, |env| {
+        let files = handles::get_checkpoint(checkpoint)?.lock().unwrap().files()?;
+        let sizes: Vec<jlong> = files.iter().map(|(_, size)| *size as jlong).collect();
+        let array: JLongArray = env.new_long_array(sizes.len() as jint)?;
+        env.set_long_array_region(&array, 0, &sizes)?;
+        Ok(array)
+    })
+    .into_raw()
+}
+
+/// `static native long checkpointCopyFiles(long checkpoint, String[] names, String destDir,
+/// String[] destNames)`: bytes that passed through this process.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+    names: JObjectArray<'l>,
+    dest_dir: JString<'l>,
+    dest_names: JObjectArray<'l>,
+) -> jlong {
+    guard(&mut env, |env| {
+        let names = strings(env, &names, "names")?;
+        let dest_names = strings(env, &dest_names, "destNames")?;
+        if names.len() != dest_names.len() {
+            return illegal_argument(format!(
+                "{} names but {} destination names",
+                names.len(),
+                dest_names.len()
+            ));
+        }
+        let dest = open_storage(&string(env, &dest_dir, "destDir")?, &StorageOptions::default())?;
+        let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
+        let checkpoint = handles::get_checkpoint(checkpoint)?;
+        let streamed = checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
+        Ok(streamed as jlong)
+    })
+}
+
+/// `static native void checkpointRelease(long checkpoint)`
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+) {
+    guard(&mut env, |_| {
+        handles::remove_checkpoint(checkpoint);
+        Ok(())
+    })
+}
+
+/// `static native long openRestored(String url, String[] options, byte[][] manifests,
+/// String[][] fileNames, String[][] fileUris, int[] sourceKeyGroups, int keyGroupStart,
+/// int keyGroupEnd, int keyGroupPrefixBytes)`
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // mirrors the Java signature
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    url: JString<'l>,
+    options: JObjectArray<'l>,
+    manifests: JObjectArray<'l>,
+    file_names: JObjectArray<'l>,
+    file_uris: JObjectArray<'l>,
+    source_key_groups: JIntArray<'l>,
+    key_group_start: jint,
+    key_group_end: jint,
+    key_group_prefix_bytes: jint,
+) -> jlong {
+    guard(&mut env, |env| {
+        let url = string(env, &url, "url")?;
+        let options = options::parse(&strings(env, &options, "options")?)?;
+        let manifests = byte_arrays(env, &manifests)?;
+        let names = string_arrays(env, &file_names, "fileNames")?;
+        let uris = string_arrays(env, &file_uris, "fileUris")?;
+        let groups = int_array(env, &source_key_groups)?;
+        let count = manifests.len();
+        if names.len() != count || uris.len() != count || groups.len() != 2 * count {
+            return illegal_argument(format!(
+                "{count} manifests need {count} fileNames, {count} fileUris and {} \
+                 sourceKeyGroups; got {}, {} and {}",
+                2 * count,
+                names.len(),
+                uris.len(),
+                groups.len()
+            ));
+        }
+        let storage_options = StorageOptions::default();
+        let mut storages: HashMap<String, StorageRef> = HashMap::new();
+        let mut sources = Vec::with_capacity(count);
+        for (i, manifest) in manifests.into_iter().enumerate() {
+            if names[i].len() != uris[i].len() {
+                return illegal_argument(format!(
+                    "source {i}: fileNames and fileUris differ in length"
+                ));
+            }
+            let mut files = HashMap::new();
+            for (name, uri) in names[i].iter().zip(&uris[i]) {
+                let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
+                    return illegal_argument(format!("source {i}: {uri:?} is not a file URI"));
+                };
+                let storage = match storages.get(dir) {
+                    Some(storage) => storage.clone(),
+                    None => {
+                        let storage = open_storage(dir, &storage_options)?;
+                        storages.insert(dir.to_string(), storage.clone());
+                        storage
+                    }
+                };
+                files.insert(name.clone(), (storage, file.to_string()));
+            }
+            sources.push(RestoreSource {
+                manifest,
+                files,
+                key_groups: key_groups(groups[2 * i], groups[2 * i + 1])?,
+            });
+        }
+        let layout = KeyGroupLayout {
+            range: key_groups(key_group_start, key_group_end)?,
+            prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
+        };
+        let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
+        Ok(handles::insert(DbHandle::new(db)))
+    })
+}
+
+fn key_groups(first: jint, last: jint) -> JniResult<KeyGroups> {
+    match (u32::try_from(first), u32::try_from(last)) {
+        (Ok(first), Ok(last)) if first <= last => Ok(KeyGroups::new(first, last)),
+        _ => illegal_argument(format!("bad key-group range {first}..={last}")),
+    }
+}
+
+fn byte_arrays(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>) -> JniResult<Vec<Bytes>> {
+    if array.is_null() {
+        return illegal_argument("manifests is null");
+    }
+    let mut out = Vec::new();
+    for i in 0..env.get_array_length(array)? {
+        let element = JByteArray::from(env.get_object_array_element(array, i)?);
+        let element = env.auto_local(element);
+        if element.is_null() {
+            return illegal_argument(format!("manifests[{i}] is null"));
+        }
+        out.push(Bytes::from(env.convert_byte_array(&*element)?));
+    }
+    Ok(out)
+}
+
+fn string_arrays(
+    env: &mut JNIEnv<'_>,
+    array: &JObjectArray<'_>,
+    what: &str,
+) -> JniResult<Vec<Vec<String>>> {
+    if array.is_null() {
+        return illegal_argument(format!("{what} is null"));
+    }
+    let mut out = Vec::new();
+    for i in 0..env.get_array_length(array)? {
+        let element = JObjectArray::from(env.get_object_array_element(array, i)?);
+        let element = env.auto_local(element);
+        out.push(strings(env, &element, &format!("{what}[{i}]"))?);
+    }
+    Ok(out)
+}
+
+fn int_array(env: &mut JNIEnv<'_>, array: &JIntArray<'_>) -> JniResult<Vec<jint>> {
+    if array.is_null() {
+        return illegal_argument("sourceKeyGroups is null");
+    }
+    let mut out = vec![0; env.get_array_length(array)? as usize];
+    env.get_int_array_region(array, 0, &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,152 @@
+//! Checkpoints (FLIP-428): the synchronous phase freezes the memtable and pins the current files,
+//! without I/O; the asynchronous phase waits for the frozen data to be flushed, then describes the
+//! checkpoint (its files and a manifest) and copies the files into a checkpoint directory, inside
+//! the storage whenever it can (hard link, server-side copy).
+//!
+//! What a checkpoint holds is exact: the version that the flush of the last memtable frozen at the
+//! synchronous phase installed. Memtables flush in order, so that version has every write up to
+//! the freeze and none after, whatever flushes and compactions run meanwhile.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::lsm::db::{Db, DbInner};
+use crate::lsm::key::SeqNo;
+use crate::lsm::memtable::MemTable;
+use crate::lsm::version::manifest::{self, FileRecord, ManifestData};
+use crate::lsm::version::{TableFile, Version};
+use crate::storage::{Storage, block_on};
+use crate::{Error, Result};
+
+/// Copies in flight at once: enough to hide per-request latency of a DFS.
+const COPY_CONCURRENCY: usize = 8;
+
+/// A checkpoint being taken. Its files stay on storage until it is dropped.
+pub struct Checkpoint {
+    db: Arc<DbInner>,
+    /// The newest memtable frozen by the synchronous phase; None once its flush is seen (or if
+    /// nothing was waiting).
+    pending: Option<Arc<MemTable>>,
+    /// The files of the checkpoint once `pending` is None; until then, the files at the freeze
+    /// (pinned so that the asynchronous phase finds them).
+    version: Arc<Version>,
+    last_seq: SeqNo,
+    column_families: Vec<(String, u32)>,
+}
+
+impl Db {
+    /// The synchronous phase of a checkpoint: freezes the memtable and pins the live files. No
+    /// I/O, no waiting on background work, cost independent of state and memtable size.
+    pub fn checkpoint(&self) -> Result<Checkpoint> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        let _writer = inner.write_lock.lock().unwrap();
+        inner.freeze_memtable();
+        let sv = inner.current();
+        let column_families = inner.column_families();
+        Ok(Checkpoint {
+            db: inner.clone(),
+            // Frozen memtables are listed newest first.
+            pending: sv.frozen.first().cloned(),
+            version: sv.version.clone(),
+            last_seq: inner.visible_seq(),
+            column_families,
+        })
+    }
+}
+
+impl Checkpoint {
+    /// Every write up to the checkpoint has a sequence number <= this.
+    pub fn last_seq(&self) -> SeqNo {
+        self.last_seq
+    }
+
+    /// Waits until the data frozen by the synchronous phase is in files (asynchronous phase).
+    /// Fails if a flush fails meanwhile; the database itself carries on (flushes are retried).
+    pub fn wait_durable(&mut self) -> Result<()> {
+        let Some(pending) = self.pending.clone() else {
+            return Ok(());
+        };
+        let db = &self.db;
+        let mut background = db.background.lock().unwrap();
+        let failures_before = background.flush_failures;
+        loop {
+            if let Some(version) = pending.flushed_into() {
+                self.version = version.clone();
+                self.pending = None;
+                return Ok(());
+            }
+            if background.flush_failures > failures_before {
+                let message = background.last_flush_error.clone().unwrap_or_default();
+                return Err(Error::io(
+                    db.storage.url(),
+                    format!("checkpoint flush failed: {message}"),
+                ));
+            }
+            if background.shutdown {
+                return Err(Error::Closed("database closed during a checkpoint".into()));
+            }
+            background = db
+                .background_changed
+                .wait_timeout(background, Duration::from_millis(100))
+                .unwrap()
+                .0;
+        }
+    }
+
+    fn durable_version(&self) -> Result<&Arc<Version>> {
+        if self.pending.is_some() {
+            return Err(Error::invalid("checkpoint is not durable yet: call wait_durable first"));
+        }
+        Ok(&self.version)
+    }
+
+    /// The checkpoint's SST files: (name relative to the database directory, size).
+    pub fn files(&self) -> Result<Vec<(String, u64)>> {
+        Ok(self.durable_version()?.files().map(|f| (f.path.clone(), f.size)).collect())
+    }
+
+    /// The checkpoint's manifest: what `restore` needs besides the files.
+    pub fn manifest(&self) -> Result<Bytes> {
+        let version = self.durable_version()?;
+        let files = version
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
+            .collect();
+        Ok(manifest::encode(&ManifestData {
+            last_seq: self.last_seq,
+            next_file_number: 0,
+            column_families: self.column_families.clone(),
+            tombstones: version.tombstones.clone(),
+            files,
+        }))
+    }
+
+    /// Copies files of the checkpoint, `(name, destination name)`, into `dest`, concurrently.
+    /// Returns the bytes that passed through this process (0 if every copy stayed inside the
+    /// storage). On failure, copies already made are left for the caller to delete.
+    pub fn copy_files(&self, copies: &[(String, String)], dest: &dyn Storage) -> Result<u64> {
+        let by_name: HashMap<&str, &Arc<TableFile>> =
+            self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
+        let source = self.db.storage.as_ref();
+        let mut jobs = Vec::with_capacity(copies.len());
+        for (name, dest_name) in copies {
+            let file = by_name.get(name.as_str()).ok_or_else(|| {
+                Error::invalid(format!("{name} is not a file of this checkpoint"))
+            })?;
+            jobs.push(async move { dest.copy_in(source, &file.path, dest_name).await });
+        }
+        block_on(
+            futures::stream::iter(jobs).buffer_unordered(COPY_CONCURRENCY).try_fold(
+                0u64,
+                |total, transfer| async move { Ok(total + transfer.streamed_bytes()) },
+            ),
+        )
+    }
+}

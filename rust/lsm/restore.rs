@@ -1,0 +1,304 @@
+//! Restore and rescale (FLIP-428): a new database is built from the manifests and files of one or
+//! more checkpoints. Files are copied into the new directory inside the storage (hard link,
+//! server-side copy) and never rewritten, not even when the new key-group range is narrower:
+//! a file that holds key groups outside it gets visible bounds instead (`TableFile::bounds`), the
+//! way SlateDB projects an SST to a key range. Reads, scans and compactions see only the bounds,
+//! so the first compaction that touches such a file drops the rest.
+//!
+//! Why bounds and not range deletions: several checkpoints are combined into one tree, and a
+//! range deletion would apply to every source's keys, including the ones another source owns.
+//! Bounds belong to a file, so sources never see each other's keys. Two facts make it work:
+//! a file never spans column families (`table_sink`), and family ids derive from names
+//! (`column_family::id_for_name`), so every database of a job lays keys out alike:
+//! `family id | key group | ...`. A level of the combined tree is still sorted and disjoint,
+//! because sources own disjoint key groups.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::{StreamExt, TryStreamExt};
+
+use crate::lsm::cache::BlockCache;
+use crate::lsm::column_family::{ColumnFamilyId, family_of};
+use crate::lsm::db::Db;
+use crate::lsm::options::{DbOptions, NUM_LEVELS};
+use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::sst::Table;
+use crate::lsm::version::manifest::{self, FileRecord, ManifestData, read_latest_manifest};
+use crate::storage::{StorageRef, block_on};
+use crate::{Error, Result};
+
+/// Files copied or opened at once during a restore.
+const CONCURRENCY: usize = 8;
+
+/// An inclusive range of Flink key groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyGroups {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl KeyGroups {
+    pub fn new(first: u32, last: u32) -> Self {
+        KeyGroups { first, last }
+    }
+
+    fn intersect(self, other: KeyGroups) -> Option<KeyGroups> {
+        let (first, last) = (self.first.max(other.first), self.last.min(other.last));
+        (first <= last).then_some(KeyGroups { first, last })
+    }
+
+    /// The stored keys [start, end) of these key groups in family `cf`, where every key starts
+    /// with `prefix_bytes` bytes of big-endian key group.
+    fn key_range(self, cf: ColumnFamilyId, prefix_bytes: usize) -> (Bytes, Bytes) {
+        let key = |cf: ColumnFamilyId, group: Option<u32>| {
+            let mut out = BytesMut::with_capacity(4 + prefix_bytes);
+            out.put_u32(cf);
+            if let Some(group) = group {
+                out.put_slice(&group.to_be_bytes()[4 - prefix_bytes..]);
+            }
+            out.freeze()
+        };
+        let end = if u64::from(self.last) + 1 < 1 << (8 * prefix_bytes) {
+            key(cf, Some(self.last + 1))
+        } else {
+            // Past the last key group: the next family's prefix (ids never reach u32::MAX).
+            key(cf + 1, None)
+        };
+        (key(cf, Some(self.first)), end)
+    }
+}
+
+/// One checkpoint to restore from.
+pub struct RestoreSource {
+    /// The bytes `Checkpoint::manifest` returned.
+    pub manifest: Bytes,
+    /// Where each file the manifest names is now: name -> (storage, path in it).
+    pub files: HashMap<String, (StorageRef, String)>,
+    /// The key groups the checkpointed database owned.
+    pub key_groups: KeyGroups,
+}
+
+/// What the new database keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyGroupLayout {
+    pub range: KeyGroups,
+    /// Bytes of key-group prefix at the start of every key (Flink: 1 up to 128 key groups, else 2).
+    pub prefix_bytes: usize,
+}
+
+/// A file of a source going into the new database.
+struct Planned {
+    record: FileRecord,
+    source: (StorageRef, String),
+    /// Key range [start, end) the file must be clipped to, when it may hold keys outside it.
+    clip: Option<(Bytes, Bytes)>,
+}
+
+/// Builds a database at `storage` (which must hold none) from `sources`, keeping `layout.range`,
+/// and opens it.
+pub fn restore(
+    storage: StorageRef,
+    sources: Vec<RestoreSource>,
+    layout: KeyGroupLayout,
+    options: DbOptions,
+) -> Result<Db> {
+    validate(&layout)?;
+    if block_on(read_latest_manifest(storage.as_ref()))?.is_some() {
+        return Err(Error::invalid(format!(
+            "cannot restore into {}: it already holds a database",
+            storage.url()
+        )));
+    }
+    let mut families = BTreeMap::new();
+    let mut last_seq = 0;
+    let mut tombstones = Vec::new();
+    let mut planned = Vec::new();
+    for (i, source) in sources.into_iter().enumerate() {
+        let data = manifest::decode(&format!("checkpoint manifest {i}"), source.manifest)?;
+        merge_families(&mut families, &data.column_families)?;
+        let Some(visible) = source.key_groups.intersect(layout.range) else {
+            continue;
+        };
+        last_seq = last_seq.max(data.last_seq);
+        let ids: Vec<ColumnFamilyId> = data.column_families.iter().map(|(_, id)| *id).collect();
+        tombstones.extend(clip_tombstones(&data.tombstones, &ids, visible, layout.prefix_bytes));
+        for record in data.files {
+            let source_file = source.files.get(&record.path).cloned().ok_or_else(|| {
+                Error::invalid(format!(
+                    "checkpoint {i} lists {} but no location for it",
+                    record.path
+                ))
+            })?;
+            if let Some(file) = plan_file(record, source_file, visible, &layout)? {
+                planned.push(file);
+            }
+        }
+    }
+    let session = random_session()?;
+    let files = block_on(copy_and_clip(&storage, planned, session))?;
+    let data = ManifestData {
+        last_seq,
+        next_file_number: files.len() as u64 + 1,
+        column_families: families.into_iter().collect(),
+        tombstones,
+        files: order_levels(files)?,
+    };
+    block_on(manifest::write_manifest(storage.as_ref(), 1, &data))?;
+    Db::open_with_storage(storage, options)
+}
+
+fn validate(layout: &KeyGroupLayout) -> Result<()> {
+    let KeyGroupLayout { range, prefix_bytes } = *layout;
+    if !(1..=2).contains(&prefix_bytes) {
+        return Err(Error::invalid(format!(
+            "key-group prefix must be 1 or 2 bytes, not {prefix_bytes}"
+        )));
+    }
+    if range.first > range.last || u64::from(range.last) >= 1 << (8 * prefix_bytes) {
+        return Err(Error::invalid(format!(
+            "bad key-group range {}..={} for a {prefix_bytes}-byte prefix",
+            range.first, range.last
+        )));
+    }
+    Ok(())
+}
+
+/// Adds a source's families; the same name must have the same id everywhere.
+fn merge_families(into: &mut BTreeMap<String, u32>, families: &[(String, u32)]) -> Result<()> {
+    for (name, id) in families {
+        if let Some(other) = into.iter().find(|(n, i)| (*n == name) != (*i == id)) {
+            return Err(Error::invalid(format!(
+                "cannot combine checkpoints: family {name:?} has id {id}, but {:?} has id {}",
+                other.0, other.1
+            )));
+        }
+        into.insert(name.clone(), *id);
+    }
+    Ok(())
+}
+
+/// A source's range deletions, cut to the keys it owns in the new database.
+fn clip_tombstones(
+    tombstones: &[RangeTombstone],
+    families: &[ColumnFamilyId],
+    visible: KeyGroups,
+    prefix_bytes: usize,
+) -> Vec<RangeTombstone> {
+    let mut out = Vec::new();
+    for t in tombstones {
+        for &cf in families {
+            let (lo, hi) = visible.key_range(cf, prefix_bytes);
+            let start = t.start.clone().max(lo);
+            let end = t.end.clone().min(hi);
+            if start < end {
+                out.push(RangeTombstone { start, end, seq: t.seq });
+            }
+        }
+    }
+    out
+}
+
+/// Whether and how a file of a source goes into the new database.
+fn plan_file(
+    record: FileRecord,
+    source: (StorageRef, String),
+    visible: KeyGroups,
+    layout: &KeyGroupLayout,
+) -> Result<Option<Planned>> {
+    let (smallest, largest) = match &record.bounds {
+        Some((lo, hi)) => (lo.clone(), hi.clone()),
+        None => (record.props.smallest_key.clone(), record.props.largest_key.clone()),
+    };
+    let cf =
+        family_of(&smallest).filter(|&cf| family_of(&largest) == Some(cf)).ok_or_else(|| {
+            Error::corruption(&record.path, 0, "file spans column families; cannot clip it")
+        })?;
+    let (start, end) = visible.key_range(cf, layout.prefix_bytes);
+    if largest < start || smallest >= end {
+        return Ok(None);
+    }
+    let inside = start <= smallest && largest < end;
+    Ok(Some(Planned { record, source, clip: (!inside).then_some((start, end)) }))
+}
+
+/// Copies every planned file under a new name, then narrows the bounds of clipped ones to keys
+/// they hold (one index lookup and at most two block reads each). Files left with no visible key
+/// are deleted again.
+async fn copy_and_clip(
+    storage: &StorageRef,
+    planned: Vec<Planned>,
+    session: u64,
+) -> Result<Vec<FileRecord>> {
+    let cache = Arc::new(BlockCache::new(8 << 20));
+    let jobs = planned.into_iter().enumerate().map(|(i, mut file)| {
+        let (storage, cache) = (storage.clone(), cache.clone());
+        async move {
+            let number = i as u64 + 1;
+            let path = format!("{number:012}-{session:016x}.sst");
+            let (src, src_path) = &file.source;
+            storage.copy_in(src.as_ref(), src_path, &path).await?;
+            file.record.number = number;
+            file.record.path = path;
+            let Some((start, end)) = file.clip.take() else {
+                return Ok(Some(file.record));
+            };
+            let record = &mut file.record;
+            let table =
+                Table::open(storage.clone(), record.path.clone(), record.size, cache).await?;
+            let (smallest, largest) = match &record.bounds {
+                Some((lo, hi)) => (lo.clone(), hi.clone()),
+                None => (record.props.smallest_key.clone(), record.props.largest_key.clone()),
+            };
+            let lo = table.first_key_at_or_after(&start.max(smallest)).await?;
+            let hi = table.last_key_before(&end).await?.map(|hi| hi.min(largest));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if lo <= hi => {
+                    record.bounds = Some((lo, hi));
+                    Ok(Some(file.record))
+                }
+                _ => {
+                    storage.delete(&record.path).await?;
+                    Ok(None)
+                }
+            }
+        }
+    });
+    let files: Vec<Option<FileRecord>> =
+        futures::stream::iter(jobs).buffer_unordered(CONCURRENCY).try_collect().await?;
+    Ok(files.into_iter().flatten().collect())
+}
+
+/// Level 0 keeps each source's order (sources never share a key); deeper levels are sorted by
+/// smallest visible key and must stay disjoint.
+fn order_levels(files: Vec<FileRecord>) -> Result<Vec<FileRecord>> {
+    let mut levels: Vec<Vec<FileRecord>> = (0..NUM_LEVELS).map(|_| Vec::new()).collect();
+    for file in files {
+        let level = file.level as usize;
+        if level >= NUM_LEVELS {
+            return Err(Error::corruption(&file.path, 0, format!("file at level {level}")));
+        }
+        levels[level].push(file);
+    }
+    let visible = |f: &FileRecord| match &f.bounds {
+        Some((lo, hi)) => (lo.clone(), hi.clone()),
+        None => (f.props.smallest_key.clone(), f.props.largest_key.clone()),
+    };
+    for level in levels.iter_mut().skip(1) {
+        level.sort_by_key(|f| visible(f).0);
+        if let Some(pair) = level.windows(2).find(|w| visible(&w[0]).1 >= visible(&w[1]).0) {
+            return Err(Error::invalid(format!(
+                "checkpoints overlap in key range ({} and {}): do their key groups overlap?",
+                pair[0].path, pair[1].path
+            )));
+        }
+    }
+    Ok(levels.into_iter().flatten().collect())
+}
+
+fn random_session() -> Result<u64> {
+    let mut session = [0u8; 8];
+    getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
+    Ok(u64::from_le_bytes(session))
+}

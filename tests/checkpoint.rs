@@ -1,0 +1,258 @@
+//! Checkpoints, restore and rescale at the engine level (FLIP-428): exact state under concurrent
+//! flush and compaction, a failing copy fails only its checkpoint, and 2 -> 3 -> 1 rescales that
+//! link files instead of rewriting them.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use forst::lsm::{
+    Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, restore,
+};
+use forst::storage::{FaultStorage, LocalStorage, OpKind, StorageRef};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// 128 key groups: Flink's 1-byte key-group prefix.
+const KEY_GROUPS: u32 = 128;
+const FAMILIES: [&str; 3] = ["counts", "lists", "maps"];
+
+type Model = BTreeMap<(String, Vec<u8>), Vec<u8>>;
+
+fn small_options() -> DbOptions {
+    DbOptions {
+        memtable_bytes: 16 << 10,
+        target_file_bytes: 8 << 10,
+        l0_compaction_trigger: 2,
+        l1_target_bytes: 64 << 10,
+        ..DbOptions::default()
+    }
+}
+
+fn local(dir: &std::path::Path) -> StorageRef {
+    Arc::new(LocalStorage::new(dir, false).unwrap())
+}
+
+/// A Flink-style key: key group first.
+fn key(group: u32, i: u64) -> Vec<u8> {
+    let mut key = vec![group as u8];
+    key.extend_from_slice(format!("key-{i:06}").as_bytes());
+    key
+}
+
+struct Writer {
+    db: Db,
+    families: Vec<ColumnFamily>,
+    model: Model,
+    groups: KeyGroups,
+    rng: StdRng,
+}
+
+impl Writer {
+    fn new(db: Db, groups: KeyGroups, seed: u64) -> Self {
+        let families = FAMILIES.iter().map(|name| db.create_cf(name).unwrap()).collect();
+        Writer { db, families, model: Model::new(), groups, rng: StdRng::seed_from_u64(seed) }
+    }
+
+    /// One random put, merge or delete inside the writer's key groups, mirrored in the model.
+    fn step(&mut self) {
+        let group = self.rng.random_range(self.groups.first..=self.groups.last);
+        let key = key(group, self.rng.random_range(0..400));
+        let f = self.rng.random_range(0..FAMILIES.len());
+        let (cf, name) = (&self.families[f], FAMILIES[f].to_string());
+        let value = format!("v{}", self.rng.random_range(0..1_000_000)).into_bytes();
+        match self.rng.random_range(0..10) {
+            0 => {
+                self.db.delete(cf, &key).unwrap();
+                self.model.remove(&(name, key));
+            }
+            1..=3 if name == "lists" => {
+                self.db.merge(cf, &key, &value).unwrap();
+                let entry = self.model.entry((name, key)).or_default();
+                if !entry.is_empty() {
+                    entry.push(b',');
+                }
+                entry.extend_from_slice(&value);
+            }
+            _ => {
+                self.db.put(cf, &key, &value).unwrap();
+                self.model.insert((name, key), value);
+            }
+        }
+    }
+}
+
+/// Takes the checkpoint's asynchronous phase into `dir`: returns the source a restore needs.
+fn complete(mut checkpoint: Checkpoint, dir: &std::path::Path, groups: KeyGroups) -> RestoreSource {
+    checkpoint.wait_durable().unwrap();
+    let dest = local(dir);
+    let copies: Vec<(String, String)> =
+        checkpoint.files().unwrap().into_iter().map(|(name, _)| (name.clone(), name)).collect();
+    let streamed = checkpoint.copy_files(&copies, dest.as_ref()).unwrap();
+    assert_eq!(streamed, 0, "local checkpoint copies are hard links");
+    let files = copies.into_iter().map(|(name, _)| (name.clone(), (dest.clone(), name))).collect();
+    RestoreSource { manifest: checkpoint.manifest().unwrap(), files, key_groups: groups }
+}
+
+fn layout(first: u32, last: u32) -> KeyGroupLayout {
+    KeyGroupLayout { range: KeyGroups::new(first, last), prefix_bytes: 1 }
+}
+
+/// Every key of the model in `groups` reads back, and scans find nothing else.
+fn assert_matches(db: &Db, model: &Model, groups: KeyGroups) {
+    let expected: Model = model
+        .iter()
+        .filter(|((_, k), _)| (groups.first..=groups.last).contains(&u32::from(k[0])))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut seen = Model::new();
+    for name in FAMILIES {
+        let cf = db.cf(name).expect("family restored");
+        let mut it = db.iter(&cf, None, None).unwrap();
+        while it.valid() {
+            seen.insert((name.to_string(), it.key().to_vec()), it.value().to_vec());
+            it.advance().unwrap();
+        }
+    }
+    assert_eq!(seen.len(), expected.len(), "scan found a different number of keys");
+    assert!(seen == expected, "scan differs from the model");
+    for ((name, key), value) in expected.iter().step_by(7) {
+        let cf = db.cf(name).unwrap();
+        assert_eq!(db.get(&cf, key).unwrap().as_deref(), Some(value.as_slice()));
+    }
+}
+
+#[test]
+fn checkpoint_under_concurrent_flush_and_compaction_restores_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let db = Db::open_with_storage(local(&tmp.path().join("db")), small_options()).unwrap();
+    let mut writer = Writer::new(db, all, 7);
+    for _ in 0..20_000 {
+        writer.step();
+    }
+    // The synchronous phase, on the writing thread, between two writes (as Flink's task thread).
+    let checkpoint = writer.db.checkpoint().unwrap();
+    let at_checkpoint = writer.model.clone();
+    // Writes continue (memtables fill, flush and compaction run) while the async phase runs.
+    let done = Arc::new(AtomicBool::new(false));
+    let background = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                writer.step();
+            }
+            writer
+        })
+    };
+    let source = complete(checkpoint, &tmp.path().join("chk-1"), all);
+    done.store(true, Ordering::Relaxed);
+    let writer = background.join().unwrap();
+    assert!(writer.model != at_checkpoint, "writes after the checkpoint must not be in it");
+    let restored =
+        restore(local(&tmp.path().join("restored")), vec![source], layout(0, 127), small_options())
+            .unwrap();
+    assert_matches(&restored, &at_checkpoint, all);
+}
+
+#[test]
+fn a_failed_copy_fails_that_checkpoint_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let db = Db::open_with_storage(local(&tmp.path().join("db")), small_options()).unwrap();
+    let mut writer = Writer::new(db, all, 11);
+    for _ in 0..5_000 {
+        writer.step();
+    }
+    let dest = Arc::new(FaultStorage::new(local(&tmp.path().join("chk"))));
+    dest.fail_nth(OpKind::Copy, 1);
+    let mut failed = writer.db.checkpoint().unwrap();
+    failed.wait_durable().unwrap();
+    let copies: Vec<_> = failed.files().unwrap().into_iter().map(|(n, _)| (n.clone(), n)).collect();
+    let err = failed.copy_files(&copies, dest.as_ref()).unwrap_err();
+    assert!(err.to_string().contains("injected"), "{err}");
+    drop(failed);
+    for _ in 0..2_000 {
+        writer.step();
+    }
+    let source = complete(writer.db.checkpoint().unwrap(), &tmp.path().join("chk-2"), all);
+    let restored =
+        restore(local(&tmp.path().join("restored")), vec![source], layout(0, 127), small_options())
+            .unwrap();
+    assert_matches(&restored, &writer.model, all);
+}
+
+/// Hard links: a restored file shares its inode with the checkpoint's copy.
+fn assert_all_linked(dir: &std::path::Path) {
+    let ssts: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    assert!(!ssts.is_empty());
+    for sst in ssts {
+        assert!(std::fs::metadata(&sst).unwrap().nlink() >= 2, "{} was rewritten", sst.display());
+    }
+}
+
+#[test]
+fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let halves = [KeyGroups::new(0, 63), KeyGroups::new(64, 127)];
+    let mut model = Model::new();
+    let mut sources = Vec::new();
+    for (i, groups) in halves.into_iter().enumerate() {
+        let db = Db::open_with_storage(local(&tmp.path().join(format!("db{i}"))), small_options())
+            .unwrap();
+        let mut writer = Writer::new(db, groups, 100 + i as u64);
+        for _ in 0..15_000 {
+            writer.step();
+        }
+        // A range deletion must stay inside its own database's keys after combining.
+        let maps = writer.db.cf("maps").unwrap();
+        let prefix = [groups.first as u8 + 1];
+        let mut batch = forst::lsm::WriteBatch::new();
+        batch.delete_prefix(&maps, &prefix);
+        writer.db.write(&batch).unwrap();
+        writer.model.retain(|(name, key), _| !(name == "maps" && key.starts_with(&prefix)));
+        model.extend(writer.model.clone());
+        sources.push(complete(
+            writer.db.checkpoint().unwrap(),
+            &tmp.path().join(format!("chk{i}")),
+            groups,
+        ));
+    }
+
+    let thirds = [KeyGroups::new(0, 42), KeyGroups::new(43, 85), KeyGroups::new(86, 127)];
+    let mut next = Vec::new();
+    for (i, groups) in thirds.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("third{i}"));
+        let sources = sources.iter().map(clone_source).collect();
+        let db = restore(local(&dir), sources, layout(groups.first, groups.last), small_options())
+            .unwrap();
+        assert_all_linked(&dir);
+        assert_matches(&db, &model, groups);
+        // Compaction drops what lies outside the bounds, and the state stays the same.
+        db.compact_all().unwrap();
+        assert_matches(&db, &model, groups);
+        next.push(complete(
+            db.checkpoint().unwrap(),
+            &tmp.path().join(format!("chk-third{i}")),
+            groups,
+        ));
+    }
+
+    let dir = tmp.path().join("one");
+    let db = restore(local(&dir), next, layout(0, 127), small_options()).unwrap();
+    assert_all_linked(&dir);
+    assert_matches(&db, &model, KeyGroups::new(0, 127));
+}
+
+fn clone_source(source: &RestoreSource) -> RestoreSource {
+    let files: HashMap<String, (StorageRef, String)> = source.files.clone();
+    RestoreSource { manifest: Bytes::clone(&source.manifest), files, key_groups: source.key_groups }
+}
