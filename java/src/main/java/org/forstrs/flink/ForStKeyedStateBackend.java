@@ -37,6 +37,7 @@ import org.apache.flink.runtime.state.v2.internal.InternalKeyedState;
 import org.apache.flink.runtime.state.v2.ttl.TtlStateFactory;
 import org.apache.flink.util.FileUtils;
 import org.apache.flink.util.FlinkRuntimeException;
+import org.apache.flink.util.IOUtils;
 import org.apache.flink.util.StateMigrationException;
 
 import org.slf4j.Logger;
@@ -90,6 +91,9 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     private final SnapshotStrategyRunner<KeyedStateHandle, ForStSnapshotResources> snapshotRunner;
     private volatile CheckpointStats lastCheckpointStats;
 
+    /** Streams of running snapshots; closed on dispose (the restore registry closes earlier). */
+    private final CloseableRegistry snapshotStreams = new CloseableRegistry();
+
     private final Object lock = new Object();
     private final List<ForStStateExecutor> executors = new ArrayList<>();
     private boolean disposed;
@@ -105,8 +109,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             KeyGroupRange keyGroupRange,
             TtlTimeProvider ttlTimeProvider,
             int executorThreads,
-            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos,
-            CloseableRegistry cancelStreamRegistry) {
+            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos) {
         this.db = db;
         this.dbUri = dbUri;
         this.executionConfig = executionConfig;
@@ -141,7 +144,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 new SnapshotStrategyRunner<>(
                         "ForSt-RS snapshot",
                         snapshotStrategy,
-                        cancelStreamRegistry,
+                        snapshotStreams,
                         SnapshotExecutionType.ASYNCHRONOUS);
     }
 
@@ -211,8 +214,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                     parameters.getKeyGroupRange(),
                     parameters.getTtlTimeProvider(),
                     executorThreads,
-                    restored.stateMetaInfos(),
-                    parameters.getCancelStreamRegistry());
+                    restored.stateMetaInfos());
         } catch (Throwable t) {
             restored.db().close();
             throw t;
@@ -488,6 +490,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 return;
             }
             disposed = true;
+            IOUtils.closeQuietly(snapshotStreams);
             for (ForStStateExecutor executor : executors) {
                 executor.shutdown();
             }

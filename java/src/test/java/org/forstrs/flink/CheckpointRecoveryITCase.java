@@ -13,8 +13,10 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
@@ -72,14 +74,19 @@ class CheckpointRecoveryITCase {
         StreamExecutionEnvironment env = environment(CountingJob.config(primary, checkpoints));
         CountingJob.build(env, run, records, KEYS, 20, 0, 1, 2);
 
+        CheckpointStatsLog.clear();
         Path jobDir = checkpoints.resolve(env.execute("counting").getJobID().toString());
 
         assertExactFinalCounts(CountingJob.results(run), records, KEYS);
-        // The finished job keeps its last checkpoint (RETAIN_ON_CANCELLATION); files of subsumed
-        // checkpoints are deleted asynchronously by the JobManager.
-        Path retained = CheckpointFiles.latestCompleted(jobDir).orElseThrow();
-        Set<Path> referenced = CheckpointFiles.referencedSstFiles(retained);
-        assertThat(referenced).isNotEmpty();
+        assertThat(CheckpointStatsLog.recent()).anyMatch(s -> s.filesCopied() > 0);
+        // A finished job's checkpoints are discarded (RETAIN_ON_CANCELLATION keeps them only
+        // on cancellation), so usually nothing is referenced; files of subsumed checkpoints are
+        // deleted asynchronously by the JobManager.
+        Set<Path> referenced = new HashSet<>();
+        Optional<Path> retained = CheckpointFiles.latestCompleted(jobDir);
+        if (retained.isPresent()) {
+            referenced.addAll(CheckpointFiles.referencedSstFiles(retained.get()));
+        }
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (!CheckpointFiles.sharedFiles(jobDir).equals(referenced)
                 && System.nanoTime() < deadline) {
