@@ -7,6 +7,7 @@ import org.apache.flink.api.common.state.v2.ReducingStateDescriptor;
 import org.apache.flink.api.common.state.v2.State;
 import org.apache.flink.api.common.state.v2.StateDescriptor;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.asyncprocessing.StateExecutor;
@@ -22,15 +23,22 @@ import org.apache.flink.runtime.state.Keyed;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.PriorityComparable;
 import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
+import org.apache.flink.runtime.state.SnapshotExecutionType;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.runtime.state.v2.RegisteredKeyAndUserKeyValueStateBackendMetaInfo;
+import org.apache.flink.runtime.state.v2.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.v2.internal.InternalKeyedState;
 import org.apache.flink.runtime.state.v2.ttl.TtlStateFactory;
 import org.apache.flink.util.FileUtils;
 import org.apache.flink.util.FlinkRuntimeException;
+import org.apache.flink.util.IOUtils;
+import org.apache.flink.util.StateMigrationException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,8 +52,10 @@ import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.RunnableFuture;
 import java.util.function.Supplier;
 
@@ -74,6 +84,16 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     private final Map<String, StateDescriptor.Type> typesById = new HashMap<>();
     private final Map<String, Integer> columnFamilies = new HashMap<>();
 
+    /** Meta info of every state, restored or registered, in registration order. */
+    private final Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos;
+
+    private final ForStSnapshotStrategy<K> snapshotStrategy;
+    private final SnapshotStrategyRunner<KeyedStateHandle, ForStSnapshotResources> snapshotRunner;
+    private volatile CheckpointStats lastCheckpointStats;
+
+    /** Streams of running snapshots; closed on dispose (the restore registry closes earlier). */
+    private final CloseableRegistry snapshotStreams = new CloseableRegistry();
+
     private final Object lock = new Object();
     private final List<ForStStateExecutor> executors = new ArrayList<>();
     private boolean disposed;
@@ -88,7 +108,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             int numberOfKeyGroups,
             KeyGroupRange keyGroupRange,
             TtlTimeProvider ttlTimeProvider,
-            int executorThreads) {
+            int executorThreads,
+            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos) {
         this.db = db;
         this.dbUri = dbUri;
         this.executionConfig = executionConfig;
@@ -106,11 +127,30 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                                 keyGroupRange, numberOfKeyGroups, PQ_INITIAL_CAPACITY),
                         keyGroupRange,
                         numberOfKeyGroups);
+        this.stateMetaInfos = new LinkedHashMap<>(restoredStateMetaInfos);
+        for (String restoredState : restoredStateMetaInfos.keySet()) {
+            // Ids follow from the name, so this finds the restored column family.
+            columnFamily(restoredState);
+        }
+        this.snapshotStrategy =
+                new ForStSnapshotStrategy<>(
+                        db,
+                        keySerializer,
+                        this::snapshotStateMetaInfos,
+                        keyGroupRange,
+                        UUID.randomUUID(),
+                        this::recordCheckpointStats);
+        this.snapshotRunner =
+                new SnapshotStrategyRunner<>(
+                        "ForSt-RS snapshot",
+                        snapshotStrategy,
+                        snapshotStreams,
+                        SnapshotExecutionType.ASYNCHRONOUS);
     }
 
     /**
      * Opens the backend's DB at {@code dbUri} (a leftover of an earlier run at that place is
-     * removed first).
+     * removed first), restored from the parameters' state handles if there are any.
      *
      * @param executorThreads threads per state executor; 0: batches run on the task thread
      */
@@ -120,30 +160,65 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String dbUri,
             String[] nativeOptions,
             int executorThreads)
-            throws IOException {
-        if (!parameters.getStateHandles().isEmpty()) {
-            throw new UnsupportedOperationException(
-                    "The ForSt-RS state backend cannot restore keyed state yet ("
-                            + parameters.getStateHandles().size()
-                            + " state handles for "
-                            + parameters.getOperatorIdentifier()
-                            + ")");
-        }
+            throws Exception {
         deleteDirectory(dbUri);
         File local = localDirectory(dbUri);
         if (local != null) {
             Files.createDirectories(local.toPath());
         }
-        NativeDb db = NativeDb.open(dbUri, nativeOptions);
-        return new ForStKeyedStateBackend<>(
-                db,
-                dbUri,
-                executionConfig,
-                parameters.getKeySerializer(),
-                parameters.getNumberOfKeyGroups(),
-                parameters.getKeyGroupRange(),
-                parameters.getTtlTimeProvider(),
-                executorThreads);
+        ForStRestoreOperation.Restored<K> restored;
+        if (parameters.getStateHandles().isEmpty()) {
+            restored =
+                    new ForStRestoreOperation.Restored<>(
+                            NativeDb.open(dbUri, nativeOptions),
+                            parameters.getKeySerializer(),
+                            Map.of());
+        } else {
+            long start = System.nanoTime();
+            try {
+                restored =
+                        new ForStRestoreOperation<>(
+                                        parameters.getStateHandles(),
+                                        parameters.getKeySerializer(),
+                                        parameters
+                                                .getEnv()
+                                                .getUserCodeClassLoader()
+                                                .asClassLoader(),
+                                        parameters.getKeyGroupRange(),
+                                        parameters.getNumberOfKeyGroups(),
+                                        parameters.getCancelStreamRegistry())
+                                .restore(dbUri, nativeOptions);
+            } catch (Throwable t) {
+                // No backend owns the half-built directory; the next attempt uses another one.
+                try {
+                    deleteDirectory(dbUri);
+                } catch (Throwable cleanup) {
+                    t.addSuppressed(cleanup);
+                }
+                throw t;
+            }
+            LOG.info(
+                    "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
+                    parameters.getOperatorIdentifier(),
+                    parameters.getKeyGroupRange(),
+                    parameters.getStateHandles().size(),
+                    (System.nanoTime() - start) / 1_000_000);
+        }
+        try {
+            return new ForStKeyedStateBackend<>(
+                    restored.db(),
+                    dbUri,
+                    executionConfig,
+                    restored.keySerializer(),
+                    parameters.getNumberOfKeyGroups(),
+                    parameters.getKeyGroupRange(),
+                    parameters.getTtlTimeProvider(),
+                    executorThreads,
+                    restored.stateMetaInfos());
+        } catch (Throwable t) {
+            restored.db().close();
+            throw t;
+        }
     }
 
     /** Where the DB's files are (a URI string). */
@@ -206,6 +281,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                             + ", now requested as "
                             + stateDesc.getType());
         }
+        registerStateMetaInfo(stateDesc, namespaceSerializer);
         int cf = columnFamily(id);
         KeySerde<K, N> keys =
                 new KeySerde<>(keyBuilderFactory(), namespaceSerializer, defaultNamespace);
@@ -251,6 +327,57 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                                 + id
                                 + "')");
         }
+    }
+
+    /**
+     * Records the state's serializers for checkpoints; for a restored state, checks first that
+     * they can read what the checkpoint holds (no migration: the engine never rewrites values).
+     */
+    private <N, SV> void registerStateMetaInfo(
+            StateDescriptor<SV> stateDesc, TypeSerializer<N> namespaceSerializer)
+            throws StateMigrationException {
+        String id = stateDesc.getStateId();
+        TypeSerializer<?> userKeySerializer =
+                stateDesc instanceof MapStateDescriptor
+                        ? ((MapStateDescriptor<?, SV>) stateDesc).getUserKeySerializer()
+                        : null;
+        RegisteredKeyValueStateBackendMetaInfo<?, ?> restored = stateMetaInfos.get(id);
+        if (restored == null) {
+            stateMetaInfos.put(
+                    id,
+                    userKeySerializer == null
+                            ? new RegisteredKeyValueStateBackendMetaInfo<>(
+                                    id,
+                                    stateDesc.getType(),
+                                    namespaceSerializer,
+                                    stateDesc.getSerializer())
+                            : new RegisteredKeyAndUserKeyValueStateBackendMetaInfo<>(
+                                    id,
+                                    stateDesc.getType(),
+                                    namespaceSerializer,
+                                    stateDesc.getSerializer(),
+                                    userKeySerializer));
+            return;
+        }
+        StateSerializerCheck.check(restored, stateDesc, namespaceSerializer, userKeySerializer);
+    }
+
+    private List<StateMetaInfoSnapshot> snapshotStateMetaInfos() {
+        List<StateMetaInfoSnapshot> snapshots = new ArrayList<>(stateMetaInfos.size());
+        for (RegisteredKeyValueStateBackendMetaInfo<?, ?> info : stateMetaInfos.values()) {
+            snapshots.add(info.snapshot());
+        }
+        return snapshots;
+    }
+
+    private void recordCheckpointStats(CheckpointStats stats) {
+        lastCheckpointStats = stats;
+        CheckpointStatsLog.add(stats);
+    }
+
+    /** What the last completed snapshot of this backend cost; null before the first. */
+    public CheckpointStats getLastCheckpointStats() {
+        return lastCheckpointStats;
     }
 
     private int columnFamily(String stateId) {
@@ -307,17 +434,33 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             long checkpointId,
             long timestamp,
             @Nonnull CheckpointStreamFactory streamFactory,
-            @Nonnull CheckpointOptions checkpointOptions) {
-        throw new UnsupportedOperationException(
-                "The ForSt-RS state backend does not support checkpoints or savepoints yet"
-                        + " (checkpoint "
-                        + checkpointId
-                        + ")");
+            @Nonnull CheckpointOptions checkpointOptions)
+            throws Exception {
+        synchronized (lock) {
+            if (disposed) {
+                throw new IllegalStateException(
+                        "Cannot snapshot: the ForSt-RS keyed backend is disposed (checkpoint "
+                                + checkpointId
+                                + ")");
+            }
+        }
+        return snapshotRunner.snapshot(checkpointId, timestamp, streamFactory, checkpointOptions);
     }
 
     @Override
-    public void notifyCheckpointComplete(long checkpointId) {}
+    public void notifyCheckpointComplete(long checkpointId) {
+        snapshotStrategy.notifyCheckpointComplete(checkpointId);
+    }
 
+    @Override
+    public void notifyCheckpointAborted(long checkpointId) {
+        snapshotStrategy.notifyCheckpointAborted(checkpointId);
+    }
+
+    /**
+     * Nothing to do: a subsumed checkpoint's files stay tracked until a later checkpoint is
+     * confirmed, which only makes fewer files reusable, never a deleted one.
+     */
     @Override
     public void notifyCheckpointSubsumed(long checkpointId) {}
 
@@ -347,6 +490,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 return;
             }
             disposed = true;
+            IOUtils.closeQuietly(snapshotStreams);
             for (ForStStateExecutor executor : executors) {
                 executor.shutdown();
             }

@@ -10,6 +10,7 @@ import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.Environment;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.AbstractManagedMemoryStateBackend;
+import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
@@ -96,9 +97,22 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         return true;
     }
 
+    /**
+     * Native savepoints are full copies of the DB files (no sharing); canonical savepoints would
+     * need a full key/value iteration and are not supported yet.
+     */
     @Override
     public boolean supportsSavepointFormat(SavepointFormatType formatType) {
-        return false;
+        return formatType == SavepointFormatType.NATIVE;
+    }
+
+    /**
+     * In NO_CLAIM mode Flink's first checkpoint after restore does not share files (FORWARD), so
+     * the backend copies everything once and never references the restored checkpoint's files.
+     */
+    @Override
+    public boolean supportsNoClaimRestoreMode() {
+        return true;
     }
 
     @Override
@@ -118,6 +132,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
             KeyedStateBackendParameters<K> parameters) throws Exception {
         Environment env = parameters.getEnv();
         String dbUri = dbUri(env, parameters.getJobID(), parameters.getOperatorIdentifier());
+        WorkingDirPlacement.check(dbUri, checkpointStorage(env));
         long[] memory = memoryBudget(env, parameters.getManagedMemoryFraction());
         LOG.info(
                 "Opening ForSt-RS keyed state of {} at {} (memtable {} bytes, block cache {}"
@@ -145,6 +160,15 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         parameters.getStateHandles(),
                         parameters.getCancelStreamRegistry())
                 .build();
+    }
+
+    /** The task's checkpoint storage, or null where the environment offers none (tests). */
+    private static CheckpointStorageAccess checkpointStorage(Environment env) {
+        try {
+            return env.getCheckpointStorageAccess();
+        } catch (UnsupportedOperationException e) {
+            return null;
+        }
     }
 
     /** {@code <primary-dir>/<job>/op_<operator>/<subtask>_attempt_<n>} as a URI string. */

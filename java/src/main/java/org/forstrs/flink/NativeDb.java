@@ -4,6 +4,7 @@ import org.forstrs.jni.ForStNative;
 
 import java.io.Closeable;
 import java.nio.ByteBuffer;
+import java.util.function.Supplier;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -25,6 +26,22 @@ final class NativeDb implements Closeable {
 
     static NativeDb open(String uri, String[] options) {
         return new NativeDb(uri, ForStNative.open(uri, options));
+    }
+
+    /** Builds a database at {@code uri} from checkpoints; see {@link ForStNative#openRestored}. */
+    static NativeDb openRestored(String uri, String[] options, RestoreSources sources) {
+        return new NativeDb(
+                uri,
+                ForStNative.openRestored(
+                        uri,
+                        options,
+                        sources.manifests(),
+                        sources.fileNames(),
+                        sources.fileUris(),
+                        sources.keyGroups(),
+                        sources.targetStart(),
+                        sources.targetEnd(),
+                        sources.keyGroupPrefixBytes()));
     }
 
     String uri() {
@@ -57,6 +74,32 @@ final class NativeDb implements Closeable {
         try {
             checkOpen();
             ForStNative.flush(handle);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Synchronous phase of a checkpoint: freezes the memtable and pins the current files (no I/O).
+     */
+    NativeCheckpoint prepareCheckpoint() {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return new NativeCheckpoint(this, ForStNative.checkpointPrepare(handle));
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Runs a call on a checkpoint of this DB while the DB is guaranteed open (close waits for it).
+     */
+    <T> T whileOpen(Supplier<T> call) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return call.get();
         } finally {
             lock.readLock().unlock();
         }

@@ -1,0 +1,103 @@
+package org.forstrs.flink;
+
+import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.filesystem.FileStateHandle;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/** Reads Flink's checkpoint directory layout: {@code <dir>/<job>/{chk-<n>, shared, taskowned}}. */
+final class CheckpointFiles {
+
+    private CheckpointFiles() {}
+
+    /** The completed checkpoint (with {@code _metadata}) of the highest id, if any. */
+    static Optional<Path> latestCompleted(Path jobDir) throws IOException {
+        if (!Files.isDirectory(jobDir)) {
+            return Optional.empty();
+        }
+        try (Stream<Path> dirs = Files.list(jobDir)) {
+            return dirs.filter(d -> d.getFileName().toString().startsWith("chk-"))
+                    .filter(d -> Files.isRegularFile(d.resolve("_metadata")))
+                    .max(Comparator.comparingLong(CheckpointFiles::checkpointId));
+        }
+    }
+
+    static long checkpointId(Path checkpointDir) {
+        return Long.parseLong(checkpointDir.getFileName().toString().substring(4));
+    }
+
+    /** Every file under {@code <jobDir>/shared}. */
+    static Set<Path> sharedFiles(Path jobDir) throws IOException {
+        Path shared = jobDir.resolve("shared");
+        if (!Files.isDirectory(shared)) {
+            return Set.of();
+        }
+        try (Stream<Path> files = Files.walk(shared)) {
+            return files.filter(Files::isRegularFile)
+                    .map(p -> p.toAbsolutePath().normalize())
+                    .collect(Collectors.toSet());
+        }
+    }
+
+    /** The SST files the checkpoint's ForSt-RS keyed state handles reference. */
+    static Set<Path> referencedSstFiles(Path checkpointDir) throws IOException {
+        Set<Path> files = new HashSet<>();
+        for (IncrementalRemoteKeyedStateHandle handle : keyedHandles(checkpointDir)) {
+            for (HandleAndLocalPath sst : handle.getSharedState()) {
+                files.add(localPath(sst.getHandle()));
+            }
+        }
+        return files;
+    }
+
+    /** The ForSt-RS keyed state handles in a checkpoint's or savepoint's {@code _metadata}. */
+    static Set<IncrementalRemoteKeyedStateHandle> keyedHandles(Path checkpointDir)
+            throws IOException {
+        CheckpointMetadata metadata;
+        try (InputStream in = Files.newInputStream(checkpointDir.resolve("_metadata"))) {
+            metadata =
+                    Checkpoints.loadCheckpointMetadata(
+                            new DataInputStream(in),
+                            CheckpointFiles.class.getClassLoader(),
+                            checkpointDir.toString());
+        }
+        Set<IncrementalRemoteKeyedStateHandle> handles = new HashSet<>();
+        for (OperatorState operator : metadata.getOperatorStates()) {
+            for (OperatorSubtaskState subtask : operator.getStates()) {
+                for (KeyedStateHandle keyed : subtask.getManagedKeyedState()) {
+                    if (keyed instanceof IncrementalRemoteKeyedStateHandle) {
+                        handles.add((IncrementalRemoteKeyedStateHandle) keyed);
+                    }
+                }
+            }
+        }
+        return handles;
+    }
+
+    private static Path localPath(StreamStateHandle handle) {
+        if (!(handle instanceof FileStateHandle)) {
+            throw new AssertionError("SST held as " + handle + ", expected a file");
+        }
+        return Paths.get(((FileStateHandle) handle).getFilePath().toUri().getPath())
+                .toAbsolutePath()
+                .normalize();
+    }
+}

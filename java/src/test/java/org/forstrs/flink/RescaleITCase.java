@@ -1,0 +1,141 @@
+package org.forstrs.flink;
+
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Restore with rescale of the ForSt-RS backend: a job stopped at parallelism 2 continues at 3,
+ * then at 1, from native savepoints and from retained checkpoints; final counts are exact.
+ */
+class RescaleITCase {
+
+    private static final int KEYS = 700;
+    private static final long RECORDS = 90_000;
+    private static final int RECORDS_PER_MS = 15;
+
+    @RegisterExtension
+    static final MiniClusterExtension MINI_CLUSTER =
+            new MiniClusterExtension(
+                    new MiniClusterResourceConfiguration.Builder()
+                            .setNumberTaskManagers(1)
+                            .setNumberSlotsPerTaskManager(3)
+                            .build());
+
+    @Test
+    void savepointsRestoreAtTwoThreeAndOne(
+            @TempDir Path primary, @TempDir Path checkpoints, @TempDir Path savepoints)
+            throws Exception {
+        String run = "savepoints-" + UUID.randomUUID();
+        Configuration config = CountingJob.config(primary, checkpoints);
+
+        JobClient first = submit(config, null, 2, run);
+        awaitProgress(run, RECORDS / 4, first);
+        Path atTwo = stopWithSavepoint(first, savepoints);
+
+        JobClient second = submit(config, atTwo, 3, run);
+        awaitProgress(run, RECORDS / 2, second);
+        Path atThree = stopWithSavepoint(second, savepoints);
+
+        submit(config, atThree, 1, run).getJobExecutionResult().get(90, TimeUnit.SECONDS);
+
+        CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
+        assertThat(CheckpointFiles.keyedHandles(atTwo)).hasSize(2);
+        assertThat(CheckpointFiles.keyedHandles(atThree)).hasSize(3);
+        // A native savepoint stands alone: every SST lies in its own directory.
+        assertThat(CheckpointFiles.referencedSstFiles(atThree))
+                .isNotEmpty()
+                .allMatch(f -> f.startsWith(atThree.toAbsolutePath().normalize()));
+    }
+
+    @Test
+    void retainedCheckpointsRestoreAtTwoThreeAndOne(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        String run = "retained-" + UUID.randomUUID();
+        Configuration config = CountingJob.config(primary, checkpoints);
+
+        JobClient first = submit(config, null, 2, run);
+        awaitProgress(run, RECORDS / 4, first);
+        Path atTwo = cancelAfterNextCheckpoint(first, checkpoints);
+
+        JobClient second = submit(config, atTwo, 3, run);
+        awaitProgress(run, RECORDS / 2, second);
+        Path atThree = cancelAfterNextCheckpoint(second, checkpoints);
+
+        submit(config, atThree, 1, run).getJobExecutionResult().get(90, TimeUnit.SECONDS);
+
+        CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
+        assertThat(CheckpointFiles.keyedHandles(atTwo)).hasSize(2);
+        assertThat(CheckpointFiles.keyedHandles(atThree)).hasSize(3);
+    }
+
+    private static JobClient submit(Configuration base, Path restoreFrom, int parallelism, String run)
+            throws Exception {
+        Configuration config = new Configuration(base);
+        if (restoreFrom != null) {
+            config.set(StateRecoveryOptions.SAVEPOINT_PATH, restoreFrom.toUri().toString());
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
+        env.setParallelism(parallelism);
+        CountingJob.build(env, run, RECORDS, KEYS, RECORDS_PER_MS, 0, 1, 2);
+        return env.executeAsync("counting at parallelism " + parallelism);
+    }
+
+    /** Waits until the map passed {@code records} on (in total over all runs of the test). */
+    private static void awaitProgress(String run, long records, JobClient job) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (CountingJob.progress(run) < records) {
+            assertThat(System.nanoTime()).as("progress to %s records", records).isLessThan(deadline);
+            assertThat(job.getJobStatus().get().isGloballyTerminalState()).isFalse();
+            Thread.sleep(20);
+        }
+    }
+
+    private static Path stopWithSavepoint(JobClient job, Path savepoints) throws Exception {
+        String location =
+                job.stopWithSavepoint(
+                                false, savepoints.toUri().toString(), SavepointFormatType.NATIVE)
+                        .get(60, TimeUnit.SECONDS);
+        job.getJobExecutionResult().get(60, TimeUnit.SECONDS);
+        return Paths.get(URI.create(location));
+    }
+
+    /** Cancels the job once a checkpoint completed after now; returns the retained one. */
+    private static Path cancelAfterNextCheckpoint(JobClient job, Path checkpoints)
+            throws Exception {
+        Path jobDir = checkpoints.resolve(job.getJobID().toString());
+        long before =
+                CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId).orElse(0L);
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (CheckpointFiles.latestCompleted(jobDir)
+                        .map(CheckpointFiles::checkpointId)
+                        .orElse(0L)
+                <= before) {
+            assertThat(System.nanoTime()).as("a checkpoint of %s", jobDir).isLessThan(deadline);
+            Thread.sleep(20);
+        }
+        job.cancel().get(60, TimeUnit.SECONDS);
+        while (!job.getJobStatus().get().isGloballyTerminalState()) {
+            assertThat(System.nanoTime()).as("cancellation").isLessThan(deadline);
+            Thread.sleep(20);
+        }
+        return CheckpointFiles.latestCompleted(jobDir).orElseThrow();
+    }
+}
