@@ -1,5 +1,7 @@
 package org.forstrs.flink;
 
+import java.util.List;
+
 /**
  * What one checkpoint of a ForSt-RS keyed backend cost.
  *
@@ -8,7 +10,7 @@ package org.forstrs.flink;
  * @param asyncNanos time of the asynchronous phase (flush, copies, meta and manifest writes)
  * @param bytesThroughProcess SST bytes that were streamed through this JVM's process by the copy
  *     (0 when every copy stayed inside the storage)
- * @param filesCopied SST files copied for this checkpoint
+ * @param copiedTo where this checkpoint copied SST files to (Flink paths)
  * @param filesReused SST files referenced from an earlier confirmed checkpoint
  * @param bytesCopied total size of the copied SST files
  */
@@ -17,6 +19,12 @@ public record CheckpointStats(
         long syncNanos,
         long asyncNanos,
         long bytesThroughProcess,
-        int filesCopied,
+        List<String> copiedTo,
         int filesReused,
-        long bytesCopied) {}
+        long bytesCopied) {
+
+    /** SST files copied for this checkpoint. */
+    public int filesCopied() {
+        return copiedTo.size();
+    }
+}

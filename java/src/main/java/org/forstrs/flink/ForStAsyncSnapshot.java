@@ -27,11 +27,13 @@ import org.slf4j.LoggerFactory;
 
 import javax.annotation.Nullable;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CancellationException;
 import java.util.function.Consumer;
 
 /**
@@ -89,6 +91,10 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
         long start = System.nanoTime();
         List<Path> copies = new ArrayList<>();
         List<StreamStateHandle> written = new ArrayList<>();
+        // Flink closes the registry when it cancels the snapshot; a result returned after that is
+        // dropped, so the copies made meanwhile must be deleted here or nobody would.
+        Closeable cancelMarker = () -> {};
+        registry.registerCloseable(cancelMarker);
         boolean done = false;
         try {
             FsCheckpointStreamFactory fileFactory = fileBased(streamFactory);
@@ -161,6 +167,9 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
                             List.of(HandleAndLocalPath.of(manifestHandle, MANIFEST_NAME)),
                             metaHandle,
                             bytesCopied + manifestHandle.getStateSize() + metaHandle.getStateSize());
+            if (!registry.unregisterCloseable(cancelMarker)) {
+                throw new CancellationException("Checkpoint " + checkpointId + " was cancelled");
+            }
             if (sharedFiles != null) {
                 sharedFiles.record(checkpointId, shared);
             }
@@ -170,7 +179,7 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
                             resources.syncNanos,
                             System.nanoTime() - start,
                             throughProcess,
-                            toCopy.size(),
+                            copies.stream().map(Path::toString).toList(),
                             (int) reused,
                             bytesCopied));
             done = true;
