@@ -1,6 +1,6 @@
 //! Checkpoints, restore and rescale at the engine level (FLIP-428): exact state under concurrent
-//! flush and compaction, a failing copy fails only its checkpoint, and 2 -> 3 -> 1 rescales that
-//! link files instead of rewriting them.
+//! flush and compaction, a failing copy fails only its checkpoint, 2 -> 3 -> 1 rescales that
+//! link files instead of rewriting them, and server-side copies on a real S3-compatible server.
 
 mod support;
 
@@ -250,6 +250,36 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
     let db = restore(local(&dir), next, layout(0, 127), small_options()).unwrap();
     assert_all_linked(&dir);
     assert_matches(&db, &model, KeyGroups::new(0, 127));
+}
+
+#[test]
+fn on_s3_checkpoint_copies_and_restores_server_side() {
+    let options = support::s3_options();
+    let open = |url: &str| forst::storage::open_storage(url, &options).unwrap();
+    let base = support::fresh_s3_url("checkpoint");
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let db = Db::open_with_storage(open(&format!("{base}/db")), small_options()).unwrap();
+    let mut writer = Writer::new(db, all, 21);
+    for _ in 0..5_000 {
+        writer.step();
+    }
+    let mut checkpoint = writer.db.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let dest = open(&format!("{base}/shared"));
+    let copies: Vec<_> = checkpoint
+        .files()
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| (n.clone(), format!("x-{n}")))
+        .collect();
+    assert!(!copies.is_empty());
+    assert_eq!(checkpoint.copy_files(&copies, dest.as_ref()).unwrap(), 0, "server-side copies");
+    let files = copies.into_iter().map(|(name, to)| (name, (dest.clone(), to))).collect();
+    let source = RestoreSource { manifest: checkpoint.manifest().unwrap(), files, key_groups: all };
+    let restored =
+        restore(open(&format!("{base}/restored")), vec![source], layout(0, 127), small_options())
+            .unwrap();
+    assert_matches(&restored, &writer.model, all);
 }
 
 fn clone_source(source: &RestoreSource) -> RestoreSource {
