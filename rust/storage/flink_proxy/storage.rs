@@ -349,7 +349,7 @@ impl Inner {
             // SAFETY: the buffer covers `data`, which outlives the call; Java only reads it
             // (FlinkFsBridge.put copies it into the output stream) and keeps no reference.
             let buffer =
-                unsafe { env.new_direct_byte_buffer(data.as_ptr() as *mut u8, data.len().max(0))? };
+                unsafe { env.new_direct_byte_buffer(data.as_ptr() as *mut u8, data.len())? };
             // SAFETY: put is FlinkFsBridge.put(String, ByteBuffer, int, boolean)V.
             unsafe {
                 env.call_method_unchecked(
@@ -419,7 +419,7 @@ impl Drop for Inner {
         // Readers close through JNI when dropped, which must not happen on an async worker.
         let readers = self.readers.drain();
         if !readers.is_empty() {
-            let _ = io_runtime().spawn_blocking(move || drop(readers));
+            drop(io_runtime().spawn_blocking(move || drop(readers)));
         }
     }
 }

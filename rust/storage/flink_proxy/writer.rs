@@ -138,7 +138,7 @@ impl Drop for ProxyWriter {
         // Dropped unfinished (error path, panic): delete the temporary file in the background.
         if let Some(writer) = self.writer.take() {
             let url = std::mem::take(&mut self.url);
-            let _ = io_runtime().spawn_blocking(move || end_java(&writer, &url, false));
+            drop(io_runtime().spawn_blocking(move || end_java(&writer, &url, false)));
         }
     }
 }
