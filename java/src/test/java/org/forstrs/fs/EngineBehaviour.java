@@ -7,6 +7,7 @@ import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -182,9 +183,18 @@ final class EngineBehaviour {
     /** The SST files under {@code url}, listed through Flink's file system (not the engine). */
     static List<Path> dataFiles(String url) throws IOException {
         FileSystem fs = FileSystem.get(URI.create(url));
-        List<Path> out = new ArrayList<>();
-        collect(fs, new Path(url), out);
-        return out;
+        for (int attempt = 1; ; attempt++) {
+            List<Path> out = new ArrayList<>();
+            try {
+                collect(fs, new Path(url), out);
+                return out;
+            } catch (FileNotFoundException e) {
+                // A file deleted by a compaction while we listed: list again.
+                if (attempt == 10) {
+                    throw e;
+                }
+            }
+        }
     }
 
     private static void collect(FileSystem fs, Path dir, List<Path> out) throws IOException {
