@@ -13,7 +13,7 @@ use super::handles::{self, DbHandle};
 use super::natives::{string, strings};
 use super::options;
 use crate::lsm::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
-use crate::storage::{StorageOptions, StorageRef, open_storage};
+use crate::storage::{StorageRef, open_storage};
 
 /// `static native long checkpointPrepare(long db)`
 #[unsafe(no_mangle)]
@@ -22,7 +22,11 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointPrepare<'l>(
     _class: JClass<'l>,
     db: jlong,
 ) -> jlong {
-    guard(&mut env, |_| Ok(handles::insert_checkpoint(handles::get(db)?.db.checkpoint()?)))
+    guard(&mut env, |_| {
+        let handle = handles::get(db)?;
+        let checkpoint = handle.db.checkpoint()?;
+        Ok(handles::insert_checkpoint(checkpoint, handle.storage_options.clone()))
+    })
 }
 
 /// `static native byte[] checkpointManifest(long checkpoint)`
@@ -33,8 +37,8 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jbyteArray {
     guard(&mut env, |env| {
-        let checkpoint = handles::get_checkpoint(checkpoint)?;
-        let mut checkpoint = checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        let handle = handles::get_checkpoint(checkpoint)?;
+        let mut checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         checkpoint.wait_durable()?;
         let manifest = checkpoint.manifest()?;
         Ok(env.byte_array_from_slice(&manifest)?)
@@ -50,7 +54,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileNames<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
-        let files = handles::get_checkpoint(checkpoint)?.lock().unwrap().files()?;
+        let files = handles::get_checkpoint(checkpoint)?.checkpoint.lock().unwrap().files()?;
         let array =
             env.new_object_array(files.len() as jint, "java/lang/String", JObject::null())?;
         for (i, (name, _)) in files.iter().enumerate() {
@@ -71,7 +75,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileSizes<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jlongArray {
     guard(&mut env, |env| {
-        let files = handles::get_checkpoint(checkpoint)?.lock().unwrap().files()?;
+        let files = handles::get_checkpoint(checkpoint)?.checkpoint.lock().unwrap().files()?;
         let sizes: Vec<jlong> = files.iter().map(|(_, size)| *size as jlong).collect();
         let array: JLongArray = env.new_long_array(sizes.len() as jint)?;
         env.set_long_array_region(&array, 0, &sizes)?;
@@ -101,10 +105,10 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
                 dest_names.len()
             ));
         }
-        let dest = open_storage(&string(env, &dest_dir, "destDir")?, &StorageOptions::default())?;
+        let handle = handles::get_checkpoint(checkpoint)?;
+        let dest = open_storage(&string(env, &dest_dir, "destDir")?, &handle.storage_options)?;
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
-        let checkpoint = handles::get_checkpoint(checkpoint)?;
-        let streamed = checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
+        let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
         Ok(streamed as jlong)
     })
 }
@@ -142,7 +146,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
 ) -> jlong {
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
-        let options = options::parse(&strings(env, &options, "options")?)?;
+        let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
         let manifests = byte_arrays(env, &manifests)?;
         let names = string_arrays(env, &file_names, "fileNames")?;
         let uris = string_arrays(env, &file_uris, "fileUris")?;
@@ -158,7 +162,6 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
                 groups.len()
             ));
         }
-        let storage_options = StorageOptions::default();
         let mut storages: HashMap<String, StorageRef> = HashMap::new();
         let mut sources = Vec::with_capacity(count);
         for (i, manifest) in manifests.into_iter().enumerate() {
@@ -193,7 +196,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
             prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
         };
         let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
-        Ok(handles::insert(DbHandle::new(db)))
+        Ok(handles::insert(DbHandle::new(db, storage_options)))
     })
 }
 

@@ -14,17 +14,20 @@ use once_cell::sync::Lazy;
 use super::guard::{Failure, JniResult};
 use crate::executor::FamilyRegistry;
 use crate::lsm::{Checkpoint, ColumnFamily, Db};
+use crate::storage::StorageOptions;
 
 /// One open database and the column families Java registered on it, by the id that the wire
 /// format and the single-op methods use.
 pub struct DbHandle {
     pub db: Db,
     pub families: FamilyRegistry,
+    /// How the database's storage was opened: checkpoints open their destinations alike.
+    pub storage_options: StorageOptions,
 }
 
 impl DbHandle {
-    pub fn new(db: Db) -> Self {
-        DbHandle { db, families: FamilyRegistry::new() }
+    pub fn new(db: Db, storage_options: StorageOptions) -> Self {
+        DbHandle { db, families: FamilyRegistry::new(), storage_options }
     }
 
     /// Creates (or finds) the family `name` and makes it reachable by its id.
@@ -66,20 +69,25 @@ pub fn remove(handle: i64) -> JniResult<Arc<DbHandle>> {
 }
 
 /// A checkpoint Java is taking; the mutex serializes its asynchronous steps.
-pub type CheckpointHandle = Arc<Mutex<Checkpoint>>;
+pub struct CheckpointHandle {
+    pub checkpoint: Mutex<Checkpoint>,
+    /// The database's, for opening copy destinations.
+    pub storage_options: StorageOptions,
+}
 
-static CHECKPOINTS: Lazy<RwLock<HashMap<i64, CheckpointHandle>>> =
+static CHECKPOINTS: Lazy<RwLock<HashMap<i64, Arc<CheckpointHandle>>>> =
     Lazy::new(|| RwLock::new(HashMap::new()));
 
 /// Registers a checkpoint and returns its handle (always > 0, never equal to a database's).
-pub fn insert_checkpoint(checkpoint: Checkpoint) -> i64 {
+pub fn insert_checkpoint(checkpoint: Checkpoint, storage_options: StorageOptions) -> i64 {
     let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
-    let checkpoint = Arc::new(Mutex::new(checkpoint));
+    let checkpoint =
+        Arc::new(CheckpointHandle { checkpoint: Mutex::new(checkpoint), storage_options });
     CHECKPOINTS.write().unwrap_or_else(|p| p.into_inner()).insert(id, checkpoint);
     id
 }
 
-pub fn get_checkpoint(handle: i64) -> JniResult<CheckpointHandle> {
+pub fn get_checkpoint(handle: i64) -> JniResult<Arc<CheckpointHandle>> {
     CHECKPOINTS.read().unwrap_or_else(|p| p.into_inner()).get(&handle).cloned().ok_or_else(|| {
         Failure::IllegalState(format!("checkpoint handle {handle} is unknown or released"))
     })

@@ -12,6 +12,7 @@ use super::handles::{self, DbHandle};
 use super::options;
 use crate::executor::execute_batch;
 use crate::lsm::Db;
+use crate::storage::open_storage;
 
 /// `get` result for a key that has no value.
 pub const NOT_FOUND: jint = -1;
@@ -51,9 +52,12 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_open<'l>(
 ) -> jlong {
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
-        let options = options::parse(&strings(env, &options, "options")?)?;
-        let db = Db::open(&url, options)?;
-        Ok(handles::insert(DbHandle::new(db)))
+        let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        // On this Java thread, so that a Flink file-system proxy resolves its Java classes through
+        // the jar's class loader.
+        let storage = open_storage(&url, &storage_options)?;
+        let db = Db::open_with_storage(storage, options)?;
+        Ok(handles::insert(DbHandle::new(db, storage_options)))
     })
 }
 
@@ -300,5 +304,19 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_executeBatch<'l>(
             )
         };
         Ok(execute_batch(&handle.db, &handle.families, request, response)?)
+    })
+}
+
+/// `static native void compact(long db)`: compacts every level down to the last and waits.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_compact<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+) {
+    guard(&mut env, |_| {
+        let handle = handles::get(db)?;
+        handle.db.compact_all()?;
+        Ok(())
     })
 }

@@ -3,6 +3,11 @@
 
 use crate::Error;
 use crate::lsm::DbOptions;
+use crate::storage::StorageOptions;
+
+/// Prefixes of the keys that configure storage rather than the engine (see
+/// [`StorageOptions::set`]), e.g. `fs.force-proxy`.
+const STORAGE_KEY_PREFIXES: &[&str] = &["fs.", "s3.", "local."];
 
 /// The keys `ForStNative.open` accepts, with what they set.
 pub const KEYS: &[(&str, &str)] = &[
@@ -19,6 +24,22 @@ pub const KEYS: &[(&str, &str)] = &[
     ("block-size", "target uncompressed data block size"),
     ("bloom-bits-per-key", "bloom filter bits per key (0: no filter)"),
 ];
+
+/// Splits the options of `ForStNative.open` into storage options (keys under
+/// [`STORAGE_KEY_PREFIXES`]) and engine options ([`parse`]).
+pub fn parse_open(pairs: &[String]) -> crate::Result<(DbOptions, StorageOptions)> {
+    let mut engine = Vec::with_capacity(pairs.len());
+    let mut storage = StorageOptions::default();
+    for pair in pairs.chunks(2) {
+        match pair {
+            [key, value] if STORAGE_KEY_PREFIXES.iter().any(|p| key.starts_with(p)) => {
+                storage.set(key, value)?
+            }
+            _ => engine.extend_from_slice(pair),
+        }
+    }
+    Ok((parse(&engine)?, storage))
+}
 
 pub fn parse(pairs: &[String]) -> crate::Result<DbOptions> {
     if !pairs.len().is_multiple_of(2) {
@@ -93,6 +114,25 @@ mod tests {
         assert_eq!(options.memtable_bytes, 1024);
         assert!(!options.auto_compaction);
         assert_eq!(options.table.bloom_bits_per_key, 0);
+    }
+
+    #[test]
+    fn storage_keys_are_split_off() {
+        let (db, storage) = parse_open(&strings(&[
+            "memtable-bytes",
+            "2048",
+            "fs.force-proxy",
+            "true",
+            "local.fsync",
+            "false",
+        ]))
+        .unwrap();
+        assert_eq!(db.memtable_bytes, 2048);
+        assert!(storage.force_proxy && !storage.local_fsync);
+        let e = parse_open(&strings(&["fs.force-proxy", "maybe"])).unwrap_err().to_string();
+        assert!(e.contains("fs.force-proxy"), "{e}");
+        assert!(parse_open(&strings(&["fs.nope", "1"])).is_err());
+        assert!(parse_open(&strings(&["fs.force-proxy"])).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! how a batch of gets hides DFS latency); `block_on` runs them from engine threads.
 
 mod fault;
+mod flink_proxy;
 mod latency;
 mod local;
 mod object_store;
@@ -15,6 +16,7 @@ mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
 pub use fault::{FaultStorage, OpKind};
+pub use flink_proxy::{CopyMethod, FlinkProxyStorage};
 pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
 pub use open::{LocalBackend, StorageOptions, drop_memory_store, open_storage};

@@ -10,7 +10,7 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use once_cell::sync::Lazy;
 
-use super::{LocalStorage, ObjectStoreStorage, StorageRef};
+use super::{FlinkProxyStorage, LocalStorage, ObjectStoreStorage, StorageRef};
 use crate::{Error, Result};
 
 /// Connection settings for stores that need them. Unset S3 fields fall back to the usual `AWS_*`
@@ -27,6 +27,9 @@ pub struct StorageOptions {
     pub local_fsync: bool,
     /// What serves `file://` urls and plain paths.
     pub local_backend: LocalBackend,
+    /// Serve every url through Flink's FileSystem (the JNI proxy), even schemes served natively;
+    /// compares both on the same files, or reaches a Flink plugin's own s3:// configuration.
+    pub force_proxy: bool,
 }
 
 /// Implementation behind `file://`; both kept so they can be compared on the same workload.
@@ -49,6 +52,7 @@ impl Default for StorageOptions {
             s3_allow_http: false,
             local_fsync: true,
             local_backend: LocalBackend::Std,
+            force_proxy: false,
         }
     }
 }
@@ -57,7 +61,7 @@ impl StorageOptions {
     /// Sets one option from a configuration key, so the JNI layer can pass a flat string map.
     /// Keys: `s3.endpoint`, `s3.region`, `s3.access-key` (or `s3.access-key-id`),
     /// `s3.secret-key` (or `s3.secret-access-key`), `s3.allow-http`, `local.fsync`,
-    /// `local.backend` (`std` or `object_store`).
+    /// `local.backend` (`std` or `object_store`), `fs.force-proxy`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let value = value.trim();
         match key {
@@ -69,6 +73,7 @@ impl StorageOptions {
             }
             "s3.allow-http" => self.s3_allow_http = parse_bool(key, value)?,
             "local.fsync" => self.local_fsync = parse_bool(key, value)?,
+            "fs.force-proxy" => self.force_proxy = parse_bool(key, value)?,
             "local.backend" => {
                 self.local_backend = match value.to_ascii_lowercase().as_str() {
                     "std" => LocalBackend::Std,
@@ -116,21 +121,49 @@ impl fmt::Debug for StorageOptions {
             .field("s3_allow_http", &self.s3_allow_http)
             .field("local_fsync", &self.local_fsync)
             .field("local_backend", &self.local_backend)
+            .field("force_proxy", &self.force_proxy)
             .finish()
     }
 }
 
-/// Opens `file:///abs/dir` (or a plain absolute path), `memory://name[/prefix]` or
-/// `s3://bucket[/prefix]`.
+/// Opens a storage url. Served natively: `file:///abs/dir` (or a plain absolute path),
+/// `memory://name[/prefix]`, `s3://bucket[/prefix]`. Every other scheme (hdfs, viewfs, oss,
+/// anything Flink has a file system for) goes through Flink's FileSystem over JNI
+/// ([`FlinkProxyStorage`]), and so does every url when `force_proxy` is set.
 pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
+    // Flink's Path prints local files as file:/abs (no authority).
+    let flink_local = url.strip_prefix("file:/").filter(|p| !p.starts_with('/'));
+    let url = &flink_local.map_or_else(|| url.to_string(), |path| format!("file:///{path}"));
+    let bad = |why: &str| Error::invalid(format!("storage url {url:?}: {why}"));
+    let scheme = if url.starts_with('/') {
+        None
+    } else {
+        let Some((scheme, _)) = url.split_once("://") else {
+            return Err(bad("expected scheme://... or an absolute path"));
+        };
+        if scheme.is_empty()
+            || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        {
+            return Err(bad("bad scheme"));
+        }
+        Some(scheme.to_ascii_lowercase())
+    };
+    if options.force_proxy || !scheme.as_deref().is_none_or(is_native_scheme) {
+        let uri = if scheme.is_none() { format!("file://{url}") } else { url.to_string() };
+        return Ok(Arc::new(FlinkProxyStorage::open(&uri)?));
+    }
+    open_native(url, options)
+}
+
+/// Schemes that `open_native` serves without the JVM.
+fn is_native_scheme(scheme: &str) -> bool {
+    matches!(scheme, "file" | "memory" | "s3" | "s3a")
+}
+
+fn open_native(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     let bad = |why: &str| Error::invalid(format!("storage url {url:?}: {why}"));
     if url.starts_with('/') {
         return open_local(url, options);
-    }
-    if let Some(path) = url.strip_prefix("file:/").filter(|p| !p.starts_with('/')) {
-        // Flink's Path prints local files as file:/abs (no authority).
-        let decoded = percent_decode(path).ok_or_else(|| bad("bad percent escape"))?;
-        return open_local(&format!("/{decoded}"), options);
     }
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(bad("expected scheme://... or an absolute path"));
@@ -258,12 +291,47 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls_naming_them() {
-        for url in ["ftp://x/y", "nonsense", "file://host/dir", "memory://", "s3:///p", ""] {
+        for url in ["nonsense", "file://host/dir", "memory://", "s3:///p", "", "://x", "a b://x"] {
             match open_storage(url, &StorageOptions::default()) {
                 Err(Error::InvalidArgument(msg)) => assert!(msg.contains(url), "{msg}"),
                 other => panic!("{url}: expected InvalidArgument, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn other_schemes_and_forced_urls_go_through_the_flink_proxy() {
+        // No JVM with the bridge classes is there (another test of this binary may start a bare
+        // one), so the proxy explains what it needs, naming the url; a native url would open.
+        let forced = StorageOptions::from_pairs([("fs.force-proxy", "true")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let local = format!("file://{}", dir.path().display());
+        assert!(open_storage(&local, &StorageOptions::default()).is_ok());
+        let cases = [
+            ("hdfs://127.0.0.1:9000/db", StorageOptions::default()),
+            ("oss://bucket/db", StorageOptions::default()),
+            ("viewfs://cluster/db", StorageOptions::default()),
+            (local.as_str(), forced.clone()),
+            ("memory://forced", forced),
+        ];
+        for (url, options) in cases {
+            match open_storage(url, &options) {
+                Err(Error::InvalidArgument(msg)) => {
+                    assert!(msg.contains(url) && msg.contains("Flink"), "{msg}")
+                }
+                other => panic!("{url}: expected the proxy's InvalidArgument, got {other:?}"),
+            }
+        }
+        assert!(["file", "memory", "s3", "s3a"].into_iter().all(is_native_scheme));
+        assert!(!["hdfs", "oss", "viewfs", "gs", "ftp"].into_iter().any(is_native_scheme));
+    }
+
+    #[test]
+    fn flink_local_paths_open_natively() {
+        let dir = tempfile::tempdir().unwrap();
+        let flink_form = format!("file:{}/db", dir.path().display());
+        let storage = open_storage(&flink_form, &StorageOptions::default()).unwrap();
+        assert_eq!(storage.url(), format!("file://{}/db", dir.path().display()));
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum Location {
     LocalFile(PathBuf),
     /// An object in a store; two locations share a store when their `store_id`s are equal.
     Object { store: Arc<dyn ObjectStore>, store_id: String, path: object_store::path::Path },
+    /// A file on a Flink file system, by full URI (the proxy storage copies these itself).
+    FlinkFile(String),
 }
 
 /// How a copy was done.

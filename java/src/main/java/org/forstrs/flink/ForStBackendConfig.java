@@ -43,6 +43,7 @@ public final class ForStBackendConfig implements Serializable {
     private final double writeBufferRatio;
     private final boolean inlineCoordinator;
     private final int batchThreads;
+    private final boolean forceProxy;
 
     private ForStBackendConfig(
             @Nullable String primaryDir,
@@ -52,7 +53,8 @@ public final class ForStBackendConfig implements Serializable {
             @Nullable MemorySize fixedPerTm,
             double writeBufferRatio,
             boolean inlineCoordinator,
-            int batchThreads) {
+            int batchThreads,
+            boolean forceProxy) {
         this.primaryDir = primaryDir;
         this.localDirs = localDirs;
         this.managedMemory = managedMemory;
@@ -61,6 +63,7 @@ public final class ForStBackendConfig implements Serializable {
         this.writeBufferRatio = writeBufferRatio;
         this.inlineCoordinator = inlineCoordinator;
         this.batchThreads = batchThreads;
+        this.forceProxy = forceProxy;
     }
 
     /** Reads and validates every {@code state.backend.forst.*} key of {@code config}. */
@@ -116,8 +119,10 @@ public final class ForStBackendConfig implements Serializable {
                     timers);
         }
 
+        boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
+
         return new ForStBackendConfig(
-                primaryDir, localDirs, managed, perSlot, perTm, ratio, inline, threads);
+                primaryDir, localDirs, managed, perSlot, perTm, ratio, inline, threads, forceProxy);
     }
 
     private static void rejectUnknownKeys(ReadableConfig config) {
@@ -231,7 +236,7 @@ public final class ForStBackendConfig implements Serializable {
             if (path == null || !path.startsWith("/")) {
                 throw new IllegalConfigurationException(
                         "Invalid value for '%s': '%s' (need an absolute path or a URI such as"
-                                + " file:///dir or s3://bucket/dir)",
+                                + " file:///dir, s3://bucket/dir or hdfs://namenode:8020/dir)",
                         key,
                         value);
             }
@@ -301,6 +306,11 @@ public final class ForStBackendConfig implements Serializable {
         return batchThreads;
     }
 
+    /** Whether the primary directory is reached through Flink's FileSystem for every scheme. */
+    public boolean isForceProxy() {
+        return forceProxy;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -319,6 +329,8 @@ public final class ForStBackendConfig implements Serializable {
                 + inlineCoordinator
                 + ", batchThreads="
                 + batchThreads
+                + ", forceProxy="
+                + forceProxy
                 + '}';
     }
 }

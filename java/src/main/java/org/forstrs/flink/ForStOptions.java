@@ -32,7 +32,8 @@ public final class ForStOptions {
                     .withFallbackKeys(WORKING_DIR_KEY)
                     .withDescription(
                             "Where the state's files live (the primary copy of keyed state): a"
-                                    + " URI or absolute path (file:///dir, /dir), or 'local-dir'"
+                                    + " URI or absolute path (file:///dir, /dir, hdfs://nn/dir,"
+                                    + " any scheme of a Flink file system), or 'local-dir'"
                                     + " to keep them under the local directory. Alias: "
                                     + WORKING_DIR_KEY
                                     + ". Each keyed backend uses"
@@ -103,6 +104,16 @@ public final class ForStOptions {
                     .defaultValue("HEAP")
                     .withDescription("Where timers live; only HEAP is supported.");
 
+    public static final ConfigOption<Boolean> FS_FORCE_PROXY =
+            ConfigOptions.key(PREFIX + "fs.force-proxy")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Reach the primary directory through Flink's FileSystem (the JNI"
+                                    + " file-system proxy) even for schemes the engine serves"
+                                    + " natively (file, s3). Other schemes (hdfs, oss, viewfs,"
+                                    + " ...) always use the proxy.");
+
     /** Every key this backend reads; other keys under {@link #PREFIX} are rejected. */
     static final List<ConfigOption<?>> ALL =
             List.of(
@@ -114,7 +125,8 @@ public final class ForStOptions {
                     WRITE_BUFFER_RATIO,
                     EXECUTOR_INLINE_COORDINATOR,
                     EXECUTOR_BATCH_THREADS,
-                    TIMER_SERVICE_FACTORY);
+                    TIMER_SERVICE_FACTORY,
+                    FS_FORCE_PROXY);
 
     private ForStOptions() {}
 }

@@ -19,6 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.File;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
@@ -145,7 +146,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 parameters,
                 env.getExecutionConfig(),
                 dbUri,
-                nativeOptions(memory),
+                nativeOptions(memory, config.isForceProxy()),
                 config.isInlineCoordinator() ? 0 : config.getBatchThreads());
     }
 
@@ -230,15 +231,19 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         return fraction > 0 && fraction <= 1 ? fraction : 1.0;
     }
 
-    private static String[] nativeOptions(long[] memory) {
-        if (memory[0] == 0) {
-            return new String[0];
+    private static String[] nativeOptions(long[] memory, boolean forceProxy) {
+        List<String> options = new ArrayList<>();
+        if (memory[0] != 0) {
+            options.addAll(
+                    List.of(
+                            "memtable-bytes", Long.toString(memory[0]),
+                            "max-frozen-memtables", Integer.toString(MEMTABLES - 1),
+                            "block-cache-bytes", Long.toString(memory[1])));
         }
-        return new String[] {
-            "memtable-bytes", Long.toString(memory[0]),
-            "max-frozen-memtables", Integer.toString(MEMTABLES - 1),
-            "block-cache-bytes", Long.toString(memory[1]),
-        };
+        if (forceProxy) {
+            options.addAll(List.of("fs.force-proxy", "true"));
+        }
+        return options.toArray(new String[0]);
     }
 
     @Override

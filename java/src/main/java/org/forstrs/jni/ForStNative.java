@@ -43,10 +43,12 @@ public final class ForStNative {
      * Opens (or creates) a database.
      *
      * @param url storage location: {@code file:///abs/dir}, an absolute path, {@code
-     *     memory://name} or {@code s3://bucket/prefix}
+     *     memory://name}, {@code s3://bucket/prefix}, or any URI a Flink file system serves
+     *     ({@code hdfs://...}), reached through Flink's {@code FileSystem}
      * @param options key/value pairs ({@code {"memtable-bytes", "67108864", ...}}), or null for the
      *     defaults; an unknown key or bad value throws {@link IllegalArgumentException} naming the
-     *     key
+     *     key. Storage keys: {@code fs.force-proxy} ("true": every URI through Flink's {@code
+     *     FileSystem}), {@code s3.*}, {@code local.*}
      * @return the database handle (never 0)
      */
     public static native long open(String url, String[] options);
@@ -185,4 +187,7 @@ public final class ForStNative {
             int keyGroupStart,
             int keyGroupEnd,
             int keyGroupPrefixBytes);
+
+    /** Compacts every file into the last level and waits until it is done. */
+    public static native void compact(long db);
 }

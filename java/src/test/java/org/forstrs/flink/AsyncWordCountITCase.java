@@ -85,13 +85,13 @@ class AsyncWordCountITCase {
         }
     }
 
-    private static StreamExecutionEnvironment environment(Configuration config) {
+    static StreamExecutionEnvironment environment(Configuration config) {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(PARALLELISM);
         return env;
     }
 
-    private static DataStream<Tuple2<String, Long>> wordCount(
+    static DataStream<Tuple2<String, Long>> wordCount(
             StreamExecutionEnvironment env, long records) {
         return env.fromSequence(0, records - 1)
                 .map(AsyncWordCountITCase::word)

@@ -297,9 +297,14 @@ class ForStNativeTest {
         assertThatThrownBy(() -> ForStNative.open(dir.toUri().toString(), new String[] {"memtable-bytes"}))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("pairs");
-        assertThatThrownBy(() -> ForStNative.open("ftp://nowhere/x", null))
+        assertThatThrownBy(() -> ForStNative.open("no scheme, no absolute path", null))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("ftp://nowhere/x");
+                .hasMessageContaining("no scheme, no absolute path");
+        // Schemes the engine does not serve natively go to Flink's file systems, which have none
+        // for this one.
+        assertThatThrownBy(() -> ForStNative.open("nosuchscheme://nowhere/x", null))
+                .isInstanceOf(java.io.IOException.class)
+                .hasMessageContaining("nosuchscheme://nowhere/x");
         assertThatThrownBy(() -> ForStNative.open(null, null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("url is null");

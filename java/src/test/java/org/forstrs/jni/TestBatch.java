@@ -6,16 +6,19 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Encodes request batches and decodes responses in the wire format, for tests. */
-final class TestBatch {
+/**
+ * Encodes request batches and decodes responses in the wire format, for tests (also of other
+ * packages).
+ */
+public final class TestBatch {
 
-    static final byte GET = 1;
-    static final byte PUT = 2;
-    static final byte MERGE = 3;
-    static final byte DELETE = 4;
-    static final byte DELETE_PREFIX = 5;
-    static final byte SCAN = 6;
-    static final byte PREFIX_EXISTS = 7;
+    public static final byte GET = 1;
+    public static final byte PUT = 2;
+    public static final byte MERGE = 3;
+    public static final byte DELETE = 4;
+    public static final byte DELETE_PREFIX = 5;
+    public static final byte SCAN = 6;
+    public static final byte PREFIX_EXISTS = 7;
 
     private static final int REQUEST_MAGIC = 0x46425131;
     private static final int RESPONSE_MAGIC = 0x46425231;
@@ -25,7 +28,7 @@ final class TestBatch {
             ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
     private final List<Byte> ops = new ArrayList<>();
 
-    TestBatch add(byte op, int cf, String key, String value) {
+    public TestBatch add(byte op, int cf, String key, String value) {
         body.put(op).putInt(cf);
         putBytes(bytes(key));
         if (value == null) {
@@ -37,14 +40,14 @@ final class TestBatch {
         return this;
     }
 
-    TestBatch scan(int cf, String prefix, String resumeAfter, int limit) {
+    public TestBatch scan(int cf, String prefix, String resumeAfter, int limit) {
         add(SCAN, cf, prefix, resumeAfter);
         body.putInt(limit);
         return this;
     }
 
     /** The encoded batch in a fresh direct buffer of exactly its size. */
-    ByteBuffer encode() {
+    public ByteBuffer encode() {
         final ByteBuffer out =
                 ByteBuffer.allocateDirect(8 + body.position()).order(ByteOrder.LITTLE_ENDIAN);
         out.putInt(REQUEST_MAGIC).putInt(ops.size()).put(body.array(), 0, body.position());
@@ -55,7 +58,7 @@ final class TestBatch {
      * Decodes {@code length} bytes of a response: per request a String (GET: value or null), a
      * Boolean (PREFIX_EXISTS), a {@link Scan} or null (writes).
      */
-    List<Object> decode(ByteBuffer response, long length) {
+    public List<Object> decode(ByteBuffer response, long length) {
         final ByteBuffer in = response.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         in.limit((int) length);
         if (in.getInt() != RESPONSE_MAGIC || in.getInt() != ops.size()) {
@@ -89,7 +92,7 @@ final class TestBatch {
     }
 
     /** One scan chunk: "key=value" entries and whether more follow. */
-    record Scan(List<String> entries, boolean hasMore) {}
+    public record Scan(List<String> entries, boolean hasMore) {}
 
     private void putBytes(byte[] bytes) {
         body.putInt(bytes.length).put(bytes);
@@ -106,7 +109,7 @@ final class TestBatch {
     }
 
     /** A direct buffer holding exactly the UTF-8 bytes of {@code s}. */
-    static ByteBuffer direct(String s) {
+    public static ByteBuffer direct(String s) {
         final byte[] bytes = bytes(s);
         return ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
     }

@@ -1,0 +1,239 @@
+//! The JVM side of the proxy: the bridge classes and method IDs, resolved once, and [`call`],
+//! which runs one JNI call from any thread with the discipline every call needs (daemon attach,
+//! a local reference frame, a pending exception turned into an [`Error`] and cleared).
+
+use ::jni::JNIEnv;
+use ::jni::objects::{GlobalRef, JClass, JMethodID, JObject, JStaticMethodID, JThrowable};
+use ::jni::signature::{Primitive, ReturnType};
+use once_cell::sync::OnceCell;
+
+use crate::jni::{attach_daemon, java_vm};
+use crate::{Error, Result};
+
+/// Local references one call may create before its frame is popped.
+const LOCAL_FRAME_CAPACITY: i32 = 16;
+
+const BRIDGE: &str = "org/forstrs/fs/FlinkFsBridge";
+const READER: &str = "org/forstrs/fs/FlinkFsReader";
+const WRITER: &str = "org/forstrs/fs/FlinkFsWriter";
+const LISTING: &str = "org/forstrs/fs/FileListing";
+
+/// Global references to the bridge classes and their method IDs.
+pub(super) struct Classes {
+    pub bridge: GlobalRef,
+    pub for_uri: JStaticMethodID,
+    pub file_system_class: JMethodID,
+    pub size: JMethodID,
+    pub list: JMethodID,
+    pub delete: JMethodID,
+    pub rename: JMethodID,
+    pub copy: JMethodID,
+    pub create: JMethodID,
+    pub put: JMethodID,
+    pub open_reader: JMethodID,
+    pub listing_paths: JMethodID,
+    pub listing_sizes: JMethodID,
+    pub reader_read_fully: JMethodID,
+    pub reader_read_kind: JMethodID,
+    pub reader_close: JMethodID,
+    pub writer_write: JMethodID,
+    pub writer_finish: JMethodID,
+    pub writer_abort: JMethodID,
+    pub file_not_found: GlobalRef,
+    pub throwable_to_string: JMethodID,
+}
+
+static CLASSES: OnceCell<Classes> = OnceCell::new();
+
+/// The bridge classes, resolved on first use.
+///
+/// The first use must be on a thread whose Java caller's class loader sees this jar: `FindClass`
+/// resolves through the class loader of the Java method on top of the calling thread's stack, and
+/// a thread attached from native code has none (only the system class loader). Opening a proxy
+/// storage from `ForStNative.open` (a Java thread, our jar's loader) does this; a failure is not
+/// remembered, so a later call from the right thread can still succeed.
+pub(super) fn classes() -> Result<&'static Classes> {
+    CLASSES.get_or_try_init(|| {
+        let mut env = attach_daemon()?;
+        let resolved = env.with_local_frame(LOCAL_FRAME_CAPACITY, |env| {
+            resolve(env).map_err(|e| {
+                let pending = describe_pending(env);
+                CallError(Error::invalid(format!(
+                    "the Flink file-system proxy cannot load its Java classes ({e}{pending}); is \
+                     the forstjni jar on the class path of the JVM, together with Flink?"
+                )))
+            })
+        });
+        resolved.map_err(|e| e.0)
+    })
+}
+
+/// Whether a JVM is there to proxy to (the library was loaded by Java).
+pub(super) fn jvm_present() -> bool {
+    java_vm().is_some()
+}
+
+fn resolve(env: &mut JNIEnv<'_>) -> ::jni::errors::Result<Classes> {
+    let bridge = env.find_class(BRIDGE)?;
+    let reader = env.find_class(READER)?;
+    let writer = env.find_class(WRITER)?;
+    let listing = env.find_class(LISTING)?;
+    let file_not_found = env.find_class("java/io/FileNotFoundException")?;
+    let throwable = env.find_class("java/lang/Throwable")?;
+    let bridge_type = "Lorg/forstrs/fs/FlinkFsBridge;";
+    Ok(Classes {
+        for_uri: env.get_static_method_id(
+            &bridge,
+            "forUri",
+            format!("(Ljava/lang/String;){bridge_type}"),
+        )?,
+        file_system_class: env.get_method_id(&bridge, "fileSystemClass", "()Ljava/lang/String;")?,
+        size: env.get_method_id(&bridge, "size", "(Ljava/lang/String;)J")?,
+        list: env.get_method_id(
+            &bridge,
+            "list",
+            "(Ljava/lang/String;)Lorg/forstrs/fs/FileListing;",
+        )?,
+        delete: env.get_method_id(&bridge, "delete", "(Ljava/lang/String;)V")?,
+        rename: env.get_method_id(&bridge, "rename", "(Ljava/lang/String;Ljava/lang/String;)V")?,
+        copy: env.get_method_id(&bridge, "copy", "(Ljava/lang/String;Ljava/lang/String;)Z")?,
+        create: env.get_method_id(
+            &bridge,
+            "create",
+            "(Ljava/lang/String;)Lorg/forstrs/fs/FlinkFsWriter;",
+        )?,
+        put: env.get_method_id(&bridge, "put", "(Ljava/lang/String;Ljava/nio/ByteBuffer;IZ)V")?,
+        open_reader: env.get_method_id(
+            &bridge,
+            "openReader",
+            "(Ljava/lang/String;)Lorg/forstrs/fs/FlinkFsReader;",
+        )?,
+        listing_paths: env.get_method_id(&listing, "paths", "()[Ljava/lang/String;")?,
+        listing_sizes: env.get_method_id(&listing, "sizes", "()[J")?,
+        reader_read_fully: env.get_method_id(&reader, "readFully", "(JLjava/nio/ByteBuffer;I)V")?,
+        reader_read_kind: env.get_method_id(&reader, "readKind", "()Ljava/lang/String;")?,
+        reader_close: env.get_method_id(&reader, "close", "()V")?,
+        writer_write: env.get_method_id(&writer, "write", "(Ljava/nio/ByteBuffer;I)V")?,
+        writer_finish: env.get_method_id(&writer, "finish", "()V")?,
+        writer_abort: env.get_method_id(&writer, "abort", "()V")?,
+        throwable_to_string: env.get_method_id(&throwable, "toString", "()Ljava/lang/String;")?,
+        bridge: env.new_global_ref(&bridge)?,
+        file_not_found: env.new_global_ref(&file_not_found)?,
+    })
+}
+
+/// Our error inside `with_local_frame`, which wants an error type that a JNI error converts into.
+struct CallError(Error);
+
+impl From<::jni::errors::Error> for CallError {
+    fn from(e: ::jni::errors::Error) -> Self {
+        CallError(Error::io("jvm", format!("JNI call failed: {e}")))
+    }
+}
+
+/// Runs `body` (JNI calls for `what` on `path`) on the calling thread, attached to the JVM as a
+/// daemon, inside a local reference frame (threads of native pools stay attached for their whole
+/// life, so local references must not pile up). A Java exception left by `body` is cleared and
+/// returned as an error naming `path`: `FileNotFoundException` as [`Error::NotFound`], any other
+/// as [`Error::Io`] with the exception's class and message.
+///
+/// Blocks while Java runs: call it from a blocking-pool thread, never from an async worker.
+pub(super) fn call<T>(
+    path: &str,
+    what: &str,
+    body: impl FnOnce(&mut JNIEnv<'_>, &Classes) -> ::jni::errors::Result<T>,
+) -> Result<T> {
+    let classes = classes()?;
+    let mut env = attach_daemon()?;
+    let outcome = env.with_local_frame(LOCAL_FRAME_CAPACITY, |env| match body(env, classes) {
+        Ok(value) => Ok(value),
+        Err(e) => Err(CallError(java_error(env, classes, path, what, e))),
+    });
+    outcome.map_err(|e| e.0)
+}
+
+/// The error for a failed JNI call; takes and clears the pending exception, if any.
+fn java_error(
+    env: &mut JNIEnv<'_>,
+    classes: &Classes,
+    path: &str,
+    what: &str,
+    error: ::jni::errors::Error,
+) -> Error {
+    if !env.exception_check().unwrap_or(false) {
+        return Error::io(path, format!("{what}: JNI call failed: {error}"));
+    }
+    let Ok(exception) = env.exception_occurred() else {
+        let _ = env.exception_clear();
+        return Error::io(path, format!("{what}: Java exception (cannot be read)"));
+    };
+    let _ = env.exception_clear();
+    let text = throwable_text(env, classes, &exception);
+    let not_found = <&JClass>::from(classes.file_not_found.as_obj());
+    if env.is_instance_of(&exception, not_found).unwrap_or(false) {
+        return Error::NotFound(format!("{path} ({what}: {text})"));
+    }
+    Error::io(path, format!("{what}: {text}"))
+}
+
+/// `Throwable.toString()`: the exception's class name and message.
+fn throwable_text(env: &mut JNIEnv<'_>, classes: &Classes, exception: &JThrowable<'_>) -> String {
+    // SAFETY: the method ID is Throwable.toString()Ljava/lang/String; and `exception` is a
+    // Throwable; no arguments.
+    let text = unsafe {
+        env.call_method_unchecked(exception, classes.throwable_to_string, ReturnType::Object, &[])
+    };
+    match text.and_then(|v| v.l()) {
+        Ok(s) if !s.is_null() => {
+            let s = ::jni::objects::JString::from(s);
+            env.get_string(&s).map(String::from).unwrap_or_else(|_| "(unreadable)".into())
+        }
+        _ => {
+            // toString itself threw: report what we can, never leave an exception pending.
+            let _ = env.exception_clear();
+            "(exception without description)".into()
+        }
+    }
+}
+
+/// Text of an exception pending after a failed lookup (cleared), for the error message.
+fn describe_pending(env: &mut JNIEnv<'_>) -> String {
+    if !env.exception_check().unwrap_or(false) {
+        return String::new();
+    }
+    let exception = env.exception_occurred();
+    let _ = env.exception_clear();
+    let Ok(exception) = exception else { return String::new() };
+    let text = env
+        .call_method(&exception, "toString", "()Ljava/lang/String;", &[])
+        .and_then(|v| v.l())
+        .ok()
+        .filter(|s| !s.is_null())
+        .and_then(|s| env.get_string(&::jni::objects::JString::from(s)).ok().map(String::from));
+    let _ = env.exception_clear();
+    text.map(|t| format!(": {t}")).unwrap_or_default()
+}
+
+/// A global reference that is released on a daemon-attached thread. `GlobalRef`'s own drop
+/// attaches an unattached thread as a non-daemon for the release; attaching first avoids that.
+pub(super) struct JavaRef(Option<GlobalRef>);
+
+impl JavaRef {
+    pub fn new(env: &mut JNIEnv<'_>, object: &JObject<'_>) -> ::jni::errors::Result<Self> {
+        Ok(JavaRef(Some(env.new_global_ref(object)?)))
+    }
+
+    pub fn as_obj(&self) -> &JObject<'static> {
+        self.0.as_ref().expect("present until dropped").as_obj()
+    }
+}
+
+impl Drop for JavaRef {
+    fn drop(&mut self) {
+        let _ = attach_daemon();
+        drop(self.0.take());
+    }
+}
+
+/// `ReturnType` of a `void` method.
+pub(super) const VOID: ReturnType = ReturnType::Primitive(Primitive::Void);
