@@ -28,12 +28,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileInfo, FileWriter, Storage, WriteMode};
+use super::{FileInfo, FileWriter, Storage, TEMP_PREFIX, WriteMode, check_relative_path};
 use crate::{Error, Result};
-
-/// Names starting with this are files being written; `list` skips them and callers may not use
-/// them, so a half-written file can never be mistaken for a published one.
-const TEMP_PREFIX: &str = ".tmp-";
 
 /// Open handles kept for ranged reads. Enough for every file of a large database's hot levels,
 /// well under the usual 1024 descriptor soft limit.
@@ -110,26 +106,7 @@ impl Inner {
     /// Checks a relative path and returns it normalized (no leading or trailing '/') with its
     /// place on disk. Rejects anything that could leave the root or hit a temp file.
     fn location(&self, path: &str, allow_root: bool) -> Result<(String, PathBuf)> {
-        let rel = path.trim_matches('/');
-        let bad = |why: &str| Error::invalid(format!("bad path {}: {why}", self.full_url(path)));
-        if rel.is_empty() {
-            return if allow_root {
-                Ok((String::new(), self.root.clone()))
-            } else {
-                Err(bad("empty file name"))
-            };
-        }
-        for segment in rel.split('/') {
-            match segment {
-                "" => return Err(bad("empty path segment")),
-                "." | ".." => return Err(bad("relative segments are not allowed")),
-                s if s.starts_with(TEMP_PREFIX) => {
-                    return Err(bad(&format!("names starting {TEMP_PREFIX:?} are reserved")));
-                }
-                s if s.contains('\0') => return Err(bad("NUL in path")),
-                _ => {}
-            }
-        }
+        let rel = check_relative_path(path, allow_root, &[], || self.full_url(path))?;
         Ok((rel.to_string(), self.root.join(rel)))
     }
 

@@ -103,6 +103,40 @@ pub trait FileWriter: Send {
 
 pub type StorageRef = Arc<dyn Storage>;
 
+/// Prefix of the temporary names stores publish files through: `list` skips them and callers may
+/// not use them, so a half-written file can never be mistaken for a published one.
+pub(crate) const TEMP_PREFIX: &str = ".tmp-";
+
+/// Checks a path relative to a storage root and returns it without leading or trailing '/':
+/// nothing that could leave the root, name a temporary file, or hold one of `forbidden`. `url`
+/// names the full path in the error.
+pub(crate) fn check_relative_path<'a>(
+    path: &'a str,
+    allow_root: bool,
+    forbidden: &[char],
+    url: impl Fn() -> String,
+) -> Result<&'a str> {
+    let rel = path.trim_matches('/');
+    let bad = |why: &str| crate::Error::invalid(format!("bad path {}: {why}", url()));
+    if rel.is_empty() && !allow_root {
+        return Err(bad("empty file name"));
+    }
+    for segment in rel.split('/').filter(|_| !rel.is_empty()) {
+        match segment {
+            "" => return Err(bad("empty path segment")),
+            "." | ".." => return Err(bad("relative segments are not allowed")),
+            s if s.starts_with(TEMP_PREFIX) => {
+                return Err(bad(&format!("names starting {TEMP_PREFIX:?} are reserved")));
+            }
+            s if s.contains('\0') || s.contains(forbidden) => {
+                return Err(bad("characters not allowed in a path segment"));
+            }
+            _ => {}
+        }
+    }
+    Ok(rel)
+}
+
 /// `read_range` plus the length check every caller owes: a short read (which wrappers and
 /// misbehaving stores can produce) becomes an `Error::Io` instead of silently truncated data.
 pub async fn read_range_exact(

@@ -14,13 +14,12 @@ use bytes::Bytes;
 use super::java::{self, JavaRef, VOID};
 use super::readers::{Reader, Readers};
 use super::writer::ProxyWriter;
+// `storage::TEMP_PREFIX` (checked by `check_relative_path`) is also `FlinkFsBridge.TEMP_PREFIX`.
 use crate::storage::{
-    FileInfo, FileWriter, Location, Storage, Transfer, WriteMode, copy_between, io_runtime,
+    FileInfo, FileWriter, Location, Storage, Transfer, WriteMode, check_relative_path,
+    copy_between, io_runtime,
 };
 use crate::{Error, Result};
-
-/// Names starting with this are files being written (`FlinkFsBridge.TEMP_PREFIX`).
-const TEMP_PREFIX: &str = ".tmp-";
 
 /// Reads longer than this check the file size first, so a corrupt block handle asking for
 /// gigabytes fails with an error instead of aborting on the allocation.
@@ -147,25 +146,8 @@ impl Inner {
 
     /// Checks a relative path and returns it without leading or trailing '/'.
     fn relative(&self, path: &str, allow_root: bool) -> Result<String> {
-        let rel = path.trim_matches('/');
-        let bad = |why: &str| Error::invalid(format!("bad path {}: {why}", self.full_url(path)));
-        if rel.is_empty() {
-            return if allow_root { Ok(String::new()) } else { Err(bad("empty file name")) };
-        }
-        for segment in rel.split('/') {
-            match segment {
-                "" => return Err(bad("empty path segment")),
-                "." | ".." => return Err(bad("relative segments are not allowed")),
-                s if s.starts_with(TEMP_PREFIX) => {
-                    return Err(bad(&format!("names starting {TEMP_PREFIX:?} are reserved")));
-                }
-                s if s.contains(['\0', ':', '?', '#']) => {
-                    return Err(bad("characters not allowed in a path segment"));
-                }
-                _ => {}
-            }
-        }
-        Ok(rel.to_string())
+        let forbidden = [':', '?', '#'];
+        Ok(check_relative_path(path, allow_root, &forbidden, || self.full_url(path))?.to_string())
     }
 
     fn call_bridge_string(
