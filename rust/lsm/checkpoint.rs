@@ -45,7 +45,8 @@ impl Db {
         let inner = &self.inner;
         inner.check_open()?;
         let _writer = inner.write_lock.lock().unwrap();
-        inner.freeze_memtable();
+        // `wait_durable` wakes the flush thread, off the task thread.
+        inner.freeze_memtable_quietly();
         let sv = inner.current();
         let column_families = inner.column_families();
         Ok(Checkpoint {
@@ -56,6 +57,16 @@ impl Db {
             last_seq: inner.visible_seq(),
             column_families,
         })
+    }
+}
+
+impl Drop for Checkpoint {
+    fn drop(&mut self) {
+        // Released before its asynchronous phase: the flush thread still has to learn about the
+        // memtable the synchronous phase froze.
+        if self.pending.is_some() {
+            self.db.background_changed.notify_all();
+        }
     }
 }
 
@@ -72,6 +83,7 @@ impl Checkpoint {
             return Ok(());
         };
         let db = &self.db;
+        db.background_changed.notify_all();
         let mut background = db.background.lock().unwrap();
         let failures_before = background.flush_failures;
         loop {

@@ -414,8 +414,17 @@ impl DbInner {
         self.next_file_number.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Caller holds the write lock, so no insert races with the swap.
+    /// Freezes the active memtable and wakes the flush thread. Caller holds the write lock, so no
+    /// insert races with the swap.
     pub(crate) fn freeze_memtable(&self) {
+        self.freeze_memtable_quietly();
+        self.background_changed.notify_all();
+    }
+
+    /// Freezes without waking anyone: on a busy machine the woken flush thread takes the caller's
+    /// core for a scheduler slice (milliseconds), which a checkpoint's synchronous phase must not
+    /// pay. Whoever calls this wakes the flush thread later.
+    pub(crate) fn freeze_memtable_quietly(&self) {
         let mut sv = self.super_version.write().unwrap();
         if sv.mem.is_empty() {
             return;
@@ -427,8 +436,6 @@ impl DbInner {
             frozen,
             version: sv.version.clone(),
         });
-        drop(sv);
-        self.background_changed.notify_all();
     }
 
     /// Stalls the writer while too many frozen memtables wait for flush; bounded memory wins over

@@ -87,6 +87,9 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     /** Meta info of every state, restored or registered, in registration order. */
     private final Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos;
 
+    /** What checkpoints write of {@link #stateMetaInfos}; null until needed after a change. */
+    private List<StateMetaInfoSnapshot> metaInfoSnapshots;
+
     private final ForStSnapshotStrategy<K> snapshotStrategy;
     private final SnapshotStrategyRunner<KeyedStateHandle, ForStSnapshotResources> snapshotRunner;
     private volatile CheckpointStats lastCheckpointStats;
@@ -343,6 +346,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                         : null;
         RegisteredKeyValueStateBackendMetaInfo<?, ?> restored = stateMetaInfos.get(id);
         if (restored == null) {
+            metaInfoSnapshots = null;
             stateMetaInfos.put(
                     id,
                     userKeySerializer == null
@@ -362,12 +366,16 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         StateSerializerCheck.check(restored, stateDesc, namespaceSerializer, userKeySerializer);
     }
 
+    /** On the task thread, like state registration; rebuilt only after a state is added. */
     private List<StateMetaInfoSnapshot> snapshotStateMetaInfos() {
-        List<StateMetaInfoSnapshot> snapshots = new ArrayList<>(stateMetaInfos.size());
-        for (RegisteredKeyValueStateBackendMetaInfo<?, ?> info : stateMetaInfos.values()) {
-            snapshots.add(info.snapshot());
+        if (metaInfoSnapshots == null) {
+            List<StateMetaInfoSnapshot> snapshots = new ArrayList<>(stateMetaInfos.size());
+            for (RegisteredKeyValueStateBackendMetaInfo<?, ?> info : stateMetaInfos.values()) {
+                snapshots.add(info.snapshot());
+            }
+            metaInfoSnapshots = List.copyOf(snapshots);
         }
-        return snapshots;
+        return metaInfoSnapshots;
     }
 
     private void recordCheckpointStats(CheckpointStats stats) {

@@ -5,12 +5,16 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.v2.ValueState;
 import org.apache.flink.api.common.state.v2.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.Collector;
+
+import org.forstrs.flink.CheckpointStats;
+import org.forstrs.flink.CheckpointStatsLog;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,7 +23,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -69,6 +75,7 @@ public final class WordCountJob {
 
         long keys = Long.parseLong(options.getOrDefault("keys", "100000"));
         int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
+        long checkpointMillis = Long.parseLong(options.getOrDefault("checkpoint-interval-ms", "1000"));
         Path dir =
                 Path.of(
                                 options.getOrDefault(
@@ -80,6 +87,14 @@ public final class WordCountJob {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, "forst");
         config.setString("state.backend.forst.primary-dir", dir.toString());
+        // Beside the state directory, so that the state file counts below stay what they say.
+        Path checkpoints = dir.resolveSibling(dir.getFileName() + "-checkpoints");
+        if (checkpointMillis > 0) {
+            config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
+            config.set(
+                    CheckpointingOptions.CHECKPOINTING_INTERVAL,
+                    Duration.ofMillis(checkpointMillis));
+        }
         // any --state.backend.forst.<key> <value> is passed to the backend
         for (Map.Entry<String, String> option : options.entrySet()) {
             if (option.getKey().startsWith("state.backend.forst.")) {
@@ -115,6 +130,7 @@ public final class WordCountJob {
                         "state-dir-watcher");
         watcher.setDaemon(true);
         watcher.start();
+        CheckpointStatsLog.clear();
         JobExecutionResult result = env.execute("ForSt-RS word count");
         watcher.interrupt();
         watcher.join();
@@ -128,6 +144,33 @@ public final class WordCountJob {
                         + " (peak %d files, %.1f MiB; deleted when the job ended)%n",
                 dir, peak[0], peak[1] / 1048576.0);
         System.out.printf("records/s: %.0f (%.2f s)%n", records / seconds, seconds);
+        printCheckpoints(checkpoints, checkpointMillis);
+    }
+
+    private static void printCheckpoints(Path dir, long intervalMillis) {
+        List<CheckpointStats> stats = CheckpointStatsLog.recent();
+        if (intervalMillis <= 0) {
+            System.out.println("checkpoints: off (--checkpoint-interval-ms 0)");
+            return;
+        }
+        long[] sync = stats.stream().mapToLong(CheckpointStats::syncNanos).sorted().toArray();
+        long[] async = stats.stream().mapToLong(CheckpointStats::asyncNanos).sorted().toArray();
+        System.out.printf(
+                "checkpoints every %d ms into %s: %d subtask snapshots, median sync phase %.3f ms,"
+                        + " median async phase %.1f ms, %d SSTs copied and %d reused, %d bytes"
+                        + " streamed through the process%n",
+                intervalMillis,
+                dir,
+                stats.size(),
+                median(sync) / 1e6,
+                median(async) / 1e6,
+                stats.stream().mapToInt(CheckpointStats::filesCopied).sum(),
+                stats.stream().mapToInt(CheckpointStats::filesReused).sum(),
+                stats.stream().mapToLong(CheckpointStats::bytesThroughProcess).sum());
+    }
+
+    private static double median(long[] sorted) {
+        return sorted.length == 0 ? 0 : sorted[sorted.length / 2];
     }
 
     private static long[] filesAndBytes(Path dir) {
