@@ -52,7 +52,10 @@ pub async fn copy_between(
 ) -> Result<Transfer> {
     match (src.locate(from), dst.locate(to)) {
         (Some(Location::LocalFile(a)), Some(Location::LocalFile(b))) => {
-            link_or_copy_local(&a, &b).map_err(|e| {
+            // On the blocking pool: concurrent copies then share directory syncs.
+            let linked = tokio::task::spawn_blocking(move || link_or_copy_local(&a, &b)).await;
+            let linked = linked.unwrap_or_else(|e| Err(std::io::Error::other(e)));
+            linked.map_err(|e| {
                 Error::io(
                     format!("{}/{from}", src.url()),
                     format!("cannot copy to {}/{to}: {e}", dst.url()),
