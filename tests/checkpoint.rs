@@ -253,6 +253,37 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
 }
 
 #[test]
+fn restore_keeps_the_order_of_overlapping_level0_files() {
+    // Ten L0 files that all hold the same keys: only the newest version may win after a restore,
+    // however the concurrent copies of the restore complete.
+    let tmp = tempfile::tempdir().unwrap();
+    let options = DbOptions { auto_compaction: false, ..small_options() };
+    let db = Db::open_with_storage(local(&tmp.path().join("db")), options.clone()).unwrap();
+    let cf = db.create_cf("counts").unwrap();
+    for round in 0..10u32 {
+        for i in 0..200 {
+            db.put(&cf, &key(i % KEY_GROUPS, u64::from(i)), format!("round-{round}").as_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    assert!(db.stats().files_per_level[0] >= 10);
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let source = complete(db.checkpoint().unwrap(), &tmp.path().join("chk"), all);
+    for attempt in 0..10 {
+        let dir = tmp.path().join(format!("restored-{attempt}"));
+        let restored =
+            restore(local(&dir), vec![clone_source(&source)], layout(0, 127), options.clone())
+                .unwrap();
+        let cf = restored.cf("counts").unwrap();
+        for i in 0..200 {
+            let value = restored.get(&cf, &key(i % KEY_GROUPS, u64::from(i))).unwrap();
+            assert_eq!(value.as_deref(), Some(&b"round-9"[..]), "attempt {attempt}, key {i}");
+        }
+    }
+}
+
+#[test]
 fn on_s3_checkpoint_copies_and_restores_server_side() {
     let options = support::s3_options();
     let open = |url: &str| forst::storage::open_storage(url, &options).unwrap();

@@ -265,8 +265,9 @@ async fn copy_and_clip(
             }
         }
     });
+    // `buffered`, not `buffer_unordered`: level 0 must keep each source's newest-first order.
     let files: Vec<Option<FileRecord>> =
-        futures::stream::iter(jobs).buffer_unordered(CONCURRENCY).try_collect().await?;
+        futures::stream::iter(jobs).buffered(CONCURRENCY).try_collect().await?;
     Ok(files.into_iter().flatten().collect())
 }
 
