@@ -2,6 +2,7 @@
 //! Java contract; the engine side is `lsm::checkpoint` and `lsm::restore`).
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use ::jni::JNIEnv;
 use ::jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
@@ -9,7 +10,7 @@ use ::jni::sys::{jint, jlong};
 use bytes::Bytes;
 
 use super::guard::{JniResult, guard, illegal_argument};
-use super::handles::{self, DbHandle};
+use super::handles::{self, CheckpointHandle, DbHandle};
 use super::natives::{string, strings};
 use super::options;
 use crate::lsm::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
@@ -23,9 +24,12 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointPrepare<'l>(
     db: jlong,
 ) -> jlong {
     guard(&mut env, |_| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         let checkpoint = handle.db.checkpoint()?;
-        Ok(handles::insert_checkpoint(checkpoint, handle.storage_options.clone()))
+        Ok(handles::CHECKPOINTS.insert(CheckpointHandle {
+            checkpoint: Mutex::new(checkpoint),
+            storage_options: handle.storage_options.clone(),
+        }))
     })
 }
 
@@ -37,7 +41,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jbyteArray {
     guard(&mut env, |env| {
-        let handle = handles::get_checkpoint(checkpoint)?;
+        let handle = handles::CHECKPOINTS.get(checkpoint)?;
         let mut checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         checkpoint.wait_durable()?;
         let manifest = checkpoint.manifest()?;
@@ -54,7 +58,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileNames<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
-        let files = handles::get_checkpoint(checkpoint)?.checkpoint.lock().unwrap().files()?;
+        let files = handles::CHECKPOINTS.get(checkpoint)?.checkpoint.lock().unwrap().files()?;
         let array =
             env.new_object_array(files.len() as jint, "java/lang/String", JObject::null())?;
         for (i, (name, _)) in files.iter().enumerate() {
@@ -75,7 +79,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileSizes<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jlongArray {
     guard(&mut env, |env| {
-        let files = handles::get_checkpoint(checkpoint)?.checkpoint.lock().unwrap().files()?;
+        let files = handles::CHECKPOINTS.get(checkpoint)?.checkpoint.lock().unwrap().files()?;
         let sizes: Vec<jlong> = files.iter().map(|(_, size)| *size as jlong).collect();
         let array: JLongArray = env.new_long_array(sizes.len() as jint)?;
         env.set_long_array_region(&array, 0, &sizes)?;
@@ -105,7 +109,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
                 dest_names.len()
             ));
         }
-        let handle = handles::get_checkpoint(checkpoint)?;
+        let handle = handles::CHECKPOINTS.get(checkpoint)?;
         let dest = open_storage(&string(env, &dest_dir, "destDir")?, &handle.storage_options)?;
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
         let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
@@ -121,7 +125,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointRelease<'l>(
     checkpoint: jlong,
 ) {
     guard(&mut env, |_| {
-        handles::remove_checkpoint(checkpoint);
+        let _ = handles::CHECKPOINTS.remove(checkpoint);
         Ok(())
     })
 }
@@ -196,7 +200,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
             prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
         };
         let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
-        Ok(handles::insert(DbHandle::new(db, storage_options)))
+        Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
     })
 }
 

@@ -42,31 +42,50 @@ impl DbHandle {
     }
 }
 
+/// Shared by every registry, so a database handle never names a checkpoint.
 static NEXT_HANDLE: AtomicI64 = AtomicI64::new(1);
-static DATABASES: Lazy<RwLock<HashMap<i64, Arc<DbHandle>>>> =
-    Lazy::new(|| RwLock::new(HashMap::new()));
 
-/// Registers an open database and returns its handle (always > 0).
-pub fn insert(handle: DbHandle) -> i64 {
-    let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
-    // A poisoned lock only means a panic happened while it was held; the map itself is intact
-    // (every update is a single insert or remove).
-    DATABASES.write().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::new(handle));
-    id
+/// The live native objects of one kind, by handle.
+pub struct Registry<T> {
+    /// What a handle names, for messages ("database").
+    what: &'static str,
+    objects: Lazy<RwLock<HashMap<i64, Arc<T>>>>,
 }
 
-pub fn get(handle: i64) -> JniResult<Arc<DbHandle>> {
-    DATABASES.read().unwrap_or_else(|p| p.into_inner()).get(&handle).cloned().ok_or_else(|| {
-        Failure::IllegalState(format!("database handle {handle} is unknown or closed"))
-    })
+impl<T> Registry<T> {
+    const fn new(what: &'static str) -> Self {
+        Registry { what, objects: Lazy::new(|| RwLock::new(HashMap::new())) }
+    }
+
+    /// Registers an object and returns its handle (always > 0).
+    pub fn insert(&self, object: T) -> i64 {
+        let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+        // A poisoned lock only means a panic happened while it was held; the map itself is intact
+        // (every update is a single insert or remove).
+        self.objects.write().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::new(object));
+        id
+    }
+
+    pub fn get(&self, handle: i64) -> JniResult<Arc<T>> {
+        let objects = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        objects.get(&handle).cloned().ok_or_else(|| {
+            Failure::IllegalState(format!("{} handle {handle} is unknown or closed", self.what))
+        })
+    }
+
+    /// Removes the handle; later lookups fail. A call still holding the object finishes with it.
+    pub fn remove(&self, handle: i64) -> JniResult<Arc<T>> {
+        let removed = self.objects.write().unwrap_or_else(|p| p.into_inner()).remove(&handle);
+        removed.ok_or_else(|| {
+            Failure::IllegalState(format!(
+                "{} handle {handle} is unknown or already closed",
+                self.what
+            ))
+        })
+    }
 }
 
-/// Removes the handle; later lookups fail. Returns the database so the caller can close it.
-pub fn remove(handle: i64) -> JniResult<Arc<DbHandle>> {
-    DATABASES.write().unwrap_or_else(|p| p.into_inner()).remove(&handle).ok_or_else(|| {
-        Failure::IllegalState(format!("database handle {handle} is unknown or already closed"))
-    })
-}
+pub static DATABASES: Registry<DbHandle> = Registry::new("database");
 
 /// A checkpoint Java is taking; the mutex serializes its asynchronous steps.
 pub struct CheckpointHandle {
@@ -75,25 +94,5 @@ pub struct CheckpointHandle {
     pub storage_options: StorageOptions,
 }
 
-static CHECKPOINTS: Lazy<RwLock<HashMap<i64, Arc<CheckpointHandle>>>> =
-    Lazy::new(|| RwLock::new(HashMap::new()));
-
-/// Registers a checkpoint and returns its handle (always > 0, never equal to a database's).
-pub fn insert_checkpoint(checkpoint: Checkpoint, storage_options: StorageOptions) -> i64 {
-    let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
-    let checkpoint =
-        Arc::new(CheckpointHandle { checkpoint: Mutex::new(checkpoint), storage_options });
-    CHECKPOINTS.write().unwrap_or_else(|p| p.into_inner()).insert(id, checkpoint);
-    id
-}
-
-pub fn get_checkpoint(handle: i64) -> JniResult<Arc<CheckpointHandle>> {
-    CHECKPOINTS.read().unwrap_or_else(|p| p.into_inner()).get(&handle).cloned().ok_or_else(|| {
-        Failure::IllegalState(format!("checkpoint handle {handle} is unknown or released"))
-    })
-}
-
-/// Forgets the checkpoint; its files are unpinned once no call still uses it.
-pub fn remove_checkpoint(handle: i64) {
-    CHECKPOINTS.write().unwrap_or_else(|p| p.into_inner()).remove(&handle);
-}
+/// Released checkpoints unpin their files once no call still uses them.
+pub static CHECKPOINTS: Registry<CheckpointHandle> = Registry::new("checkpoint");

@@ -57,7 +57,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_open<'l>(
         // the jar's class loader.
         let storage = open_storage(&url, &storage_options)?;
         let db = Db::open_with_storage(storage, options)?;
-        Ok(handles::insert(DbHandle::new(db, storage_options)))
+        Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
     })
 }
 
@@ -69,7 +69,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_close<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        let handle = handles::remove(db)?;
+        let handle = handles::DATABASES.remove(db)?;
         handle.db.close()?;
         Ok(())
     })
@@ -85,7 +85,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_createColumnFamily<'l>(
     name: JString<'l>,
 ) -> jint {
     guard(&mut env, |env| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         let name = string(env, &name, "column family name")?;
         // Ids are u32 on the wire; Java carries the same 32 bits in an int.
         Ok(handle.create_family(&name)? as jint)
@@ -111,7 +111,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_get<'l>(
     out_length: jint,
 ) -> jint {
     guard(&mut env, |env| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         let family = handle.family(cf as u32)?;
         let key_buf = DirectBuffer::of(env, &key, "key")?;
         let out_buf = DirectBuffer::of(env, &out, "output")?;
@@ -156,7 +156,7 @@ fn write_kv<'l>(
     value_length: jint,
     apply: impl FnOnce(&Db, &crate::lsm::ColumnFamily, &[u8], &[u8]) -> crate::Result<()>,
 ) -> JniResult<()> {
-    let handle = handles::get(db)?;
+    let handle = handles::DATABASES.get(db)?;
     let family = handle.family(cf as u32)?;
     let key_buf = DirectBuffer::of(env, key, "key")?;
     let value_buf = DirectBuffer::of(env, value, "value")?;
@@ -248,7 +248,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_delete<'l>(
     key_length: jint,
 ) {
     guard(&mut env, |env| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         let family = handle.family(cf as u32)?;
         let key_buf = DirectBuffer::of(env, &key, "key")?;
         // SAFETY: `key` lives until this method returns; the slice does not escape this closure.
@@ -266,7 +266,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_flush<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        handles::get(db)?.db.flush()?;
+        handles::DATABASES.get(db)?.db.flush()?;
         Ok(())
     })
 }
@@ -285,7 +285,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_executeBatch<'l>(
     response: JByteBuffer<'l>,
 ) -> jlong {
     guard(&mut env, |env| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         let request_buf = DirectBuffer::of(env, &request, "request")?;
         let response_buf = DirectBuffer::of(env, &response, "response")?;
         let (_, request_len) = request_buf.range(0, request_length, "request")?;
@@ -315,7 +315,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_compact<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        let handle = handles::get(db)?;
+        let handle = handles::DATABASES.get(db)?;
         handle.db.compact_all()?;
         Ok(())
     })
