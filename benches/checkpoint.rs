@@ -103,10 +103,6 @@ fn complete(
     (source, streamed)
 }
 
-fn clone_source(s: &RestoreSource) -> RestoreSource {
-    RestoreSource { manifest: s.manifest.clone(), files: s.files.clone(), key_groups: s.key_groups }
-}
-
 fn layout(first: u32, last: u32) -> KeyGroupLayout {
     KeyGroupLayout { range: KeyGroups::new(first, last), prefix_bytes: 1 }
 }
@@ -157,8 +153,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
         let started = Instant::now();
         let dir = place.open(&format!("{tag}/restored-{round}"));
         let same =
-            restore(dir, vec![clone_source(&sources[0])], layout(0, 63), DbOptions::default())
-                .unwrap();
+            restore(dir, vec![sources[0].clone()], layout(0, 63), DbOptions::default()).unwrap();
         restores.push(started.elapsed());
         check(&same, KeyGroups::new(0, 63), keys);
         // Subtasks restore in parallel in Flink: the rescale takes as long as the slowest one.
@@ -167,7 +162,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
             let started = Instant::now();
             let db = restore(
                 place.open(&format!("{tag}/third{i}-{round}")),
-                sources.iter().map(clone_source).collect(),
+                sources.clone(),
                 layout(groups.first, groups.last),
                 DbOptions::default(),
             )

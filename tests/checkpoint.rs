@@ -4,12 +4,11 @@
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use forst::lsm::{
     Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, restore,
 };
@@ -231,7 +230,7 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
     let mut next = Vec::new();
     for (i, groups) in thirds.into_iter().enumerate() {
         let dir = tmp.path().join(format!("third{i}"));
-        let sources = sources.iter().map(clone_source).collect();
+        let sources = sources.clone();
         let db = restore(local(&dir), sources, layout(groups.first, groups.last), small_options())
             .unwrap();
         assert_all_linked(&dir);
@@ -273,8 +272,7 @@ fn restore_keeps_the_order_of_overlapping_level0_files() {
     for attempt in 0..10 {
         let dir = tmp.path().join(format!("restored-{attempt}"));
         let restored =
-            restore(local(&dir), vec![clone_source(&source)], layout(0, 127), options.clone())
-                .unwrap();
+            restore(local(&dir), vec![source.clone()], layout(0, 127), options.clone()).unwrap();
         let cf = restored.cf("counts").unwrap();
         for i in 0..200 {
             let value = restored.get(&cf, &key(i % KEY_GROUPS, u64::from(i))).unwrap();
@@ -311,9 +309,4 @@ fn on_s3_checkpoint_copies_and_restores_server_side() {
         restore(open(&format!("{base}/restored")), vec![source], layout(0, 127), small_options())
             .unwrap();
     assert_matches(&restored, &writer.model, all);
-}
-
-fn clone_source(source: &RestoreSource) -> RestoreSource {
-    let files: HashMap<String, (StorageRef, String)> = source.files.clone();
-    RestoreSource { manifest: Bytes::clone(&source.manifest), files, key_groups: source.key_groups }
 }

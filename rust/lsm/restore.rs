@@ -71,6 +71,7 @@ impl KeyGroups {
 }
 
 /// One checkpoint to restore from.
+#[derive(Clone)]
 pub struct RestoreSource {
     /// The bytes `Checkpoint::manifest` returned.
     pub manifest: Bytes,
@@ -207,10 +208,7 @@ fn plan_file(
     visible: KeyGroups,
     layout: &KeyGroupLayout,
 ) -> Result<Option<Planned>> {
-    let (smallest, largest) = match &record.bounds {
-        Some((lo, hi)) => (lo.clone(), hi.clone()),
-        None => (record.props.smallest_key.clone(), record.props.largest_key.clone()),
-    };
+    let (smallest, largest) = record.visible_range();
     let cf =
         family_of(&smallest).filter(|&cf| family_of(&largest) == Some(cf)).ok_or_else(|| {
             Error::corruption(&record.path, 0, "file spans column families; cannot clip it")
@@ -247,10 +245,7 @@ async fn copy_and_clip(
             let record = &mut file.record;
             let table =
                 Table::open(storage.clone(), record.path.clone(), record.size, cache).await?;
-            let (smallest, largest) = match &record.bounds {
-                Some((lo, hi)) => (lo.clone(), hi.clone()),
-                None => (record.props.smallest_key.clone(), record.props.largest_key.clone()),
-            };
+            let (smallest, largest) = record.visible_range();
             let lo = table.first_key_at_or_after(&start.max(smallest)).await?;
             let hi = table.last_key_before(&end).await?.map(|hi| hi.min(largest));
             match (lo, hi) {
@@ -282,13 +277,11 @@ fn order_levels(files: Vec<FileRecord>) -> Result<Vec<FileRecord>> {
         }
         levels[level].push(file);
     }
-    let visible = |f: &FileRecord| match &f.bounds {
-        Some((lo, hi)) => (lo.clone(), hi.clone()),
-        None => (f.props.smallest_key.clone(), f.props.largest_key.clone()),
-    };
     for level in levels.iter_mut().skip(1) {
-        level.sort_by_key(|f| visible(f).0);
-        if let Some(pair) = level.windows(2).find(|w| visible(&w[0]).1 >= visible(&w[1]).0) {
+        level.sort_by_key(|f| f.visible_range().0);
+        if let Some(pair) =
+            level.windows(2).find(|w| w[0].visible_range().1 >= w[1].visible_range().0)
+        {
             return Err(Error::invalid(format!(
                 "checkpoints overlap in key range ({} and {}): do their key groups overlap?",
                 pair[0].path, pair[1].path

@@ -30,6 +30,14 @@ pub struct FileRecord {
 }
 
 impl FileRecord {
+    /// Smallest and largest user key the database sees of the file (see `TableFile::bounds`).
+    pub fn visible_range(&self) -> (Bytes, Bytes) {
+        match &self.bounds {
+            Some((lo, hi)) => (lo.clone(), hi.clone()),
+            None => (self.props.smallest_key.clone(), self.props.largest_key.clone()),
+        }
+    }
+
     /// The record of a live file at `level`.
     pub fn of(level: usize, file: &TableFile) -> Self {
         FileRecord {
