@@ -520,10 +520,6 @@ impl Storage for LocalStorage {
         Ok(())
     }
 
-    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
-        super::copy_between(src, from, self, to).await
-    }
-
     fn locate(&self, path: &str) -> Option<super::Location> {
         let (_, abs) = self.inner.location(path, false).ok()?;
         Some(super::Location::LocalFile(abs))

@@ -47,8 +47,19 @@ pub enum WriteMode {
     CreateNew,
 }
 
+/// Lets a provided method of [`Storage`] hand `self` on as `&dyn Storage`.
+pub trait AsDynStorage {
+    fn as_dyn(&self) -> &dyn Storage;
+}
+
+impl<T: Storage> AsDynStorage for T {
+    fn as_dyn(&self) -> &dyn Storage {
+        self
+    }
+}
+
 #[async_trait]
-pub trait Storage: Send + Sync + std::fmt::Debug {
+pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
     /// URL of the root, for messages ("file:///data/db", "s3://bucket/prefix").
     fn url(&self) -> &str;
 
@@ -87,9 +98,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     }
 
     /// Copies `from` of another storage to `to` here (which must not exist), inside the
-    /// underlying file system when both sit on the same one: stores implement it with
-    /// [`copy_between`], wrappers intercept it.
-    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer>;
+    /// underlying file system when both sit on the same one ([`copy_between`]); wrappers and
+    /// stores with their own copy (the Flink proxy) override it.
+    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer> {
+        copy_between(src, from, self.as_dyn(), to).await
+    }
 }
 
 /// A file being written. Dropping it without `finish` leaves nothing visible.

@@ -233,10 +233,6 @@ impl Storage for ObjectStoreStorage {
         self.store.copy(&src, &dst).await.map_err(|e| self.rename_err("copy", from, to, e))
     }
 
-    async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
-        super::copy_between(src, from, self, to).await
-    }
-
     fn locate(&self, path: &str) -> Option<super::Location> {
         match &self.physical {
             Physical::Unknown => None,

@@ -144,13 +144,4 @@ impl Storage for MemStorage {
         self.insert(to, data);
         Ok(())
     }
-
-    async fn copy_in(
-        &self,
-        src: &dyn Storage,
-        from: &str,
-        to: &str,
-    ) -> Result<crate::storage::Transfer> {
-        crate::storage::copy_between(src, from, self, to).await
-    }
 }
