@@ -108,7 +108,11 @@ impl TableFile {
 
     /// Iterates the visible part of the file.
     pub fn iter(&self, readahead: usize) -> Result<FileIterator> {
-        let table = block_on(self.table())?;
+        // Scans open an iterator per file: skip entering the runtime once the table is open.
+        let table = match self.table.get() {
+            Some(table) => table,
+            None => block_on(self.table())?,
+        };
         Ok(FileIterator::new(table.iter(readahead), self.bounds.clone()))
     }
 
