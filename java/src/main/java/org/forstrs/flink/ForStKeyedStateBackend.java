@@ -164,49 +164,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String[] nativeOptions,
             int executorThreads)
             throws Exception {
-        deleteDirectory(dbUri);
-        File local = localDirectory(dbUri);
-        if (local != null) {
-            Files.createDirectories(local.toPath());
-        }
-        ForStRestoreOperation.Restored<K> restored;
-        if (parameters.getStateHandles().isEmpty()) {
-            restored =
-                    new ForStRestoreOperation.Restored<>(
-                            NativeDb.open(dbUri, nativeOptions),
-                            parameters.getKeySerializer(),
-                            Map.of());
-        } else {
-            long start = System.nanoTime();
-            try {
-                restored =
-                        new ForStRestoreOperation<>(
-                                        parameters.getStateHandles(),
-                                        parameters.getKeySerializer(),
-                                        parameters
-                                                .getEnv()
-                                                .getUserCodeClassLoader()
-                                                .asClassLoader(),
-                                        parameters.getKeyGroupRange(),
-                                        parameters.getNumberOfKeyGroups(),
-                                        parameters.getCancelStreamRegistry())
-                                .restore(dbUri, nativeOptions);
-            } catch (Throwable t) {
-                // No backend owns the half-built directory; the next attempt uses another one.
-                try {
-                    deleteDirectory(dbUri);
-                } catch (Throwable cleanup) {
-                    t.addSuppressed(cleanup);
-                }
-                throw t;
-            }
-            LOG.info(
-                    "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
-                    parameters.getOperatorIdentifier(),
-                    parameters.getKeyGroupRange(),
-                    parameters.getStateHandles().size(),
-                    (System.nanoTime() - start) / 1_000_000);
-        }
+        ForStRestoreOperation.Restored<K> restored =
+                openDatabase(parameters, dbUri, nativeOptions);
         try {
             return new ForStKeyedStateBackend<>(
                     restored.db(),
@@ -222,6 +181,53 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             restored.db().close();
             throw t;
         }
+    }
+
+    /**
+     * Opens a keyed backend's DB at {@code dbUri} (a leftover of an earlier run at that place is
+     * removed first), restored from the parameters' state handles if there are any. Shared by the
+     * async and the synchronous keyed backend.
+     */
+    public static <K> ForStRestoreOperation.Restored<K> openDatabase(
+            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            throws Exception {
+        deleteDirectory(dbUri);
+        File local = localDirectory(dbUri);
+        if (local != null) {
+            Files.createDirectories(local.toPath());
+        }
+        if (parameters.getStateHandles().isEmpty()) {
+            return new ForStRestoreOperation.Restored<>(
+                    NativeDb.open(dbUri, nativeOptions), parameters.getKeySerializer(), Map.of());
+        }
+        long start = System.nanoTime();
+        ForStRestoreOperation.Restored<K> restored;
+        try {
+            restored =
+                    new ForStRestoreOperation<>(
+                                    parameters.getStateHandles(),
+                                    parameters.getKeySerializer(),
+                                    parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                                    parameters.getKeyGroupRange(),
+                                    parameters.getNumberOfKeyGroups(),
+                                    parameters.getCancelStreamRegistry())
+                            .restore(dbUri, nativeOptions);
+        } catch (Throwable t) {
+            // No backend owns the half-built directory; the next attempt uses another one.
+            try {
+                deleteDirectory(dbUri);
+            } catch (Throwable cleanup) {
+                t.addSuppressed(cleanup);
+            }
+            throw t;
+        }
+        LOG.info(
+                "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
+                parameters.getOperatorIdentifier(),
+                parameters.getKeyGroupRange(),
+                parameters.getStateHandles().size(),
+                (System.nanoTime() - start) / 1_000_000);
+        return restored;
     }
 
     /** Where the DB's files are (a URI string). */
@@ -530,7 +536,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     }
 
     /** The local directory of a {@code file://} URI; null for other schemes. */
-    static File localDirectory(String uri) {
+    public static File localDirectory(String uri) {
         URI parsed = URI.create(uri);
         return "file".equals(parsed.getScheme()) ? new File(parsed.getPath()) : null;
     }
@@ -538,7 +544,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     /**
      * Deletes the DB directory, then its parents up to the job directory if they are left empty.
      */
-    static void deleteDirectory(String uri) throws IOException {
+    public static void deleteDirectory(String uri) throws IOException {
         File local = localDirectory(uri);
         if (local != null) {
             FileUtils.deleteDirectory(local);
