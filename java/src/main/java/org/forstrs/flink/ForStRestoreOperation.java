@@ -55,7 +55,15 @@ public final class ForStRestoreOperation<K> {
         Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos() {
             Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> infos =
                     new LinkedHashMap<>();
-            stateMetaInfoSnapshots.forEach((name, snapshot) -> infos.put(name, metaInfo(snapshot)));
+            stateMetaInfoSnapshots.forEach(
+                    (name, snapshot) -> {
+                        // Timer queues' meta info (written by the synchronous backend) is not
+                        // keyed state of the DB.
+                        if (snapshot.getBackendStateType()
+                                != StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+                            infos.put(name, metaInfo(snapshot));
+                        }
+                    });
             return infos;
         }
     }
@@ -175,7 +183,8 @@ public final class ForStRestoreOperation<K> {
     private static void checkKeyedState(StateMetaInfoSnapshot snapshot) {
         StateMetaInfoSnapshot.BackendStateType type = snapshot.getBackendStateType();
         if (type != StateMetaInfoSnapshot.BackendStateType.KEY_VALUE
-                && type != StateMetaInfoSnapshot.BackendStateType.KEY_VALUE_V2) {
+                && type != StateMetaInfoSnapshot.BackendStateType.KEY_VALUE_V2
+                && type != StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
             throw new IllegalStateException(
                     "State '"
                             + snapshot.getName()

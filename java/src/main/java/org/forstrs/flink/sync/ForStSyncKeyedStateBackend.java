@@ -27,6 +27,7 @@ import org.apache.flink.runtime.state.Keyed;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.PriorityComparable;
 import org.apache.flink.runtime.state.RegisteredKeyValueStateBackendMetaInfo;
+import org.apache.flink.runtime.state.RegisteredPriorityQueueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.RegisteredStateMetaInfoBase;
 import org.apache.flink.runtime.state.SavepointResources;
 import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
@@ -36,6 +37,7 @@ import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
 import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTransformFactory;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
 import org.apache.flink.runtime.state.InternalKeyContext;
 import org.apache.flink.runtime.state.InternalKeyContextImpl;
@@ -104,6 +106,13 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
 
     private final Map<String, AbstractForStSyncState<K, ?, ?>> createdStates = new HashMap<>();
 
+    /**
+     * Timer queues of the restored checkpoint not created again yet: their element serializer
+     * must stay compatible (the timers themselves come back through the timer service).
+     */
+    private final Map<String, RegisteredPriorityQueueStateBackendMetaInfo<?>> restoredQueues =
+            new HashMap<>();
+
     /** What checkpoints write of {@link #states}; null until needed after a change. */
     private List<StateMetaInfoSnapshot> metaInfoSnapshots;
 
@@ -156,6 +165,13 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                         keyContext.getKeyGroupRange(),
                         keyContext.getNumberOfKeyGroups());
         for (Map.Entry<String, StateMetaInfoSnapshot> restored : restoredStates.entrySet()) {
+            if (restored.getValue().getBackendStateType()
+                    == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+                restoredQueues.put(
+                        restored.getKey(),
+                        new RegisteredPriorityQueueStateBackendMetaInfo<>(restored.getValue()));
+                continue;
+            }
             RegisteredStateMetaInfoBase info =
                     RegisteredKeyValueStateBackendMetaInfo.fromMetaInfoSnapshot(
                             restored.getValue());
@@ -479,6 +495,14 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             for (StateInfo info : states.values()) {
                 snapshots.add(info.metaInfo().snapshot());
             }
+            // Only the queues' serializers: the timers are written by the timer service.
+            for (HeapPriorityQueueSnapshotRestoreWrapper<?> queue :
+                    priorityQueues.getRegisteredPQStates().values()) {
+                snapshots.add(queue.getMetaInfo().snapshot());
+            }
+            for (RegisteredPriorityQueueStateBackendMetaInfo<?> queue : restoredQueues.values()) {
+                snapshots.add(queue.snapshot());
+            }
             metaInfoSnapshots = List.copyOf(snapshots);
         }
         return metaInfoSnapshots;
@@ -556,7 +580,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             KeyGroupedInternalPriorityQueue<T> create(
                     @Nonnull String stateName,
                     @Nonnull TypeSerializer<T> byteOrderedElementSerializer) {
-        return priorityQueues.createOrUpdate(stateName, byteOrderedElementSerializer);
+        return create(stateName, byteOrderedElementSerializer, false);
     }
 
     @Override
@@ -565,8 +589,26 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     @Nonnull String stateName,
                     @Nonnull TypeSerializer<T> byteOrderedElementSerializer,
                     boolean allowFutureMetadataUpdates) {
+        checkRestoredQueue(stateName, byteOrderedElementSerializer);
+        metaInfoSnapshots = null;
         return priorityQueues.createOrUpdate(
                 stateName, byteOrderedElementSerializer, allowFutureMetadataUpdates);
+    }
+
+    /** A queue of the restored checkpoint must be created with a compatible serializer. */
+    @SuppressWarnings("unchecked")
+    private <T> void checkRestoredQueue(String stateName, TypeSerializer<T> serializer) {
+        RegisteredPriorityQueueStateBackendMetaInfo<T> restored =
+                (RegisteredPriorityQueueStateBackendMetaInfo<T>) restoredQueues.remove(stateName);
+        if (restored != null && restored.updateElementSerializer(serializer).isIncompatible()) {
+            throw new FlinkRuntimeException(
+                    new StateMigrationException(
+                            "Timer queue '"
+                                    + stateName
+                                    + "': the new element serializer ("
+                                    + serializer
+                                    + ") is incompatible with the restored one"));
+        }
     }
 
     /**
