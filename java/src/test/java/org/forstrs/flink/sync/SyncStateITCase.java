@@ -3,7 +3,9 @@ package org.forstrs.flink.sync;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.AggregatingState;
+import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -15,9 +17,13 @@ import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -37,7 +43,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Queue;
 import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -46,7 +58,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * type, event-time session windows (merging namespaces, timers) and state with time-to-live,
  * each with exact results against a computation without Flink. Checkpoints run meanwhile.
  *
- * <p>Not here yet: failure injection (restore of a failed job from its checkpoint).
+ * <p>With failures: a job fails several times, each time right after a checkpoint completed,
+ * and its final counts are still exact (every restore brings back the synchronous state from
+ * that checkpoint, and the heap timers through the timer service's snapshot).
  */
 class SyncStateITCase {
 
@@ -61,7 +75,10 @@ class SyncStateITCase {
                             .build());
 
     private static StreamExecutionEnvironment environment(Path dir) {
-        Configuration config = new Configuration();
+        return environment(dir, new Configuration());
+    }
+
+    private static StreamExecutionEnvironment environment(Path dir, Configuration config) {
         config.set(StateBackendOptions.STATE_BACKEND, "forst");
         config.setString("state.backend.forst.local-dir", dir.resolve("local").toString());
         config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, dir.resolve("cp").toUri().toString());
@@ -152,7 +169,7 @@ class SyncStateITCase {
             long mapEntries = 0;
             long mapKeySum = 0;
             long mapValueSum = 0;
-            for (java.util.Map.Entry<Long, Long> e : map.entries()) {
+            for (Map.Entry<Long, Long> e : map.entries()) {
                 mapEntries++;
                 mapKeySum += e.getKey();
                 mapValueSum += e.getValue();
@@ -465,5 +482,151 @@ class SyncStateITCase {
             }
         }
         assertThat(results).containsExactlyInAnyOrderElementsOf(expected);
+    }
+    // ---- failures ----
+
+    private static final Map<String, Queue<String>> RESULTS = new ConcurrentHashMap<>();
+    private static final Map<String, AtomicInteger> FAILURES = new ConcurrentHashMap<>();
+
+    /**
+     * Passes records on at a bounded rate; subtask 0 fails in each of its first attempts on the
+     * first record after a checkpoint of that attempt completed.
+     */
+    static final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
+            implements CheckpointListener {
+        private static final long serialVersionUID = 1L;
+        private final String run;
+        private final int failingAttempts;
+        private transient boolean fails;
+        private transient volatile boolean checkpointed;
+        private transient long seen;
+
+        FailAfterCheckpoint(String run, int failingAttempts) {
+            this.run = run;
+            this.failingAttempts = failingAttempts;
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            fails =
+                    getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0
+                            && getRuntimeContext().getTaskInfo().getAttemptNumber()
+                                    < failingAttempts;
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) {
+            checkpointed = true;
+        }
+
+        @Override
+        public Long map(Long value) throws Exception {
+            if (fails && checkpointed) {
+                FAILURES.get(run).incrementAndGet();
+                throw new IllegalStateException("Injected failure after a checkpoint");
+            }
+            if (++seen % 20 == 0) {
+                Thread.sleep(1); // about 20 records per ms: checkpoints come in between
+            }
+            return value;
+        }
+    }
+
+    /** Count and sum per key in V1 value and reducing state, emitted once at end of input. */
+    static final class CountAndSum extends KeyedProcessFunction<Long, Long, String> {
+        private static final long serialVersionUID = 1L;
+        private transient ValueState<Long> count;
+        private transient ReducingState<Long> sum;
+
+        @Override
+        public void open(OpenContext openContext) {
+            count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+            sum =
+                    getRuntimeContext()
+                            .getReducingState(
+                                    new ReducingStateDescriptor<>("sum", Long::sum, Types.LONG));
+        }
+
+        @Override
+        public void processElement(Long value, Context ctx, Collector<String> out)
+                throws Exception {
+            // The end-of-input watermark fires this timer once (registrations merge).
+            ctx.timerService().registerEventTimeTimer(Long.MAX_VALUE);
+            Long c = count.value();
+            count.update(c == null ? 1 : c + 1);
+            sum.add(value);
+        }
+
+        @Override
+        public void onTimer(long timestamp, OnTimerContext ctx, Collector<String> out)
+                throws Exception {
+            out.collect(ctx.getCurrentKey() + " " + count.value() + " " + sum.get());
+        }
+    }
+
+    /** Appends every record to the run's result queue. */
+    static final class CollectingSink implements Sink<String> {
+        private static final long serialVersionUID = 1L;
+        private final String run;
+
+        CollectingSink(String run) {
+            this.run = run;
+        }
+
+        @Override
+        public SinkWriter<String> createWriter(WriterInitContext context) {
+            Queue<String> results = RESULTS.get(run);
+            return new SinkWriter<>() {
+                @Override
+                public void write(String element, Context context) {
+                    results.add(element);
+                }
+
+                @Override
+                public void flush(boolean endOfInput) {}
+
+                @Override
+                public void close() {}
+            };
+        }
+    }
+
+    @Test
+    void exactAfterFailuresRestoredFromCheckpoints(@TempDir Path dir) throws Exception {
+        String run = "failures-" + UUID.randomUUID();
+        RESULTS.put(run, new ConcurrentLinkedQueue<>());
+        FAILURES.put(run, new AtomicInteger());
+        long records = 60_000;
+        int keys = 300;
+        int failingAttempts = 3;
+        Configuration restarts = new Configuration();
+        restarts.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        restarts.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 10);
+        restarts.set(
+                RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(50));
+        StreamExecutionEnvironment env = environment(dir, restarts);
+        env.fromSequence(0, records - 1)
+                .map(new FailAfterCheckpoint(run, failingAttempts))
+                .returns(Types.LONG)
+                .keyBy(i -> i % keys, Types.LONG)
+                .process(new CountAndSum())
+                .returns(Types.STRING)
+                .sinkTo(new CollectingSink(run));
+
+        env.execute("sync state with failures");
+
+        List<String> expected = new ArrayList<>();
+        for (long key = 0; key < keys; key++) {
+            long count = 0;
+            long sum = 0;
+            for (long i = key; i < records; i += keys) {
+                count++;
+                sum += i;
+            }
+            expected.add(key + " " + count + " " + sum);
+        }
+        // Each failure came after a completed checkpoint, so its restore read that checkpoint.
+        assertThat(FAILURES.get(run).get()).isBetween(1, failingAttempts);
+        assertThat(RESULTS.get(run)).containsExactlyInAnyOrderElementsOf(expected);
     }
 }
