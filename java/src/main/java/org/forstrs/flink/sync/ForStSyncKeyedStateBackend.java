@@ -657,9 +657,13 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         snapshotStrategy.notifyCheckpointAborted(checkpointId);
     }
 
+    /**
+     * Values are deserialized afresh on every read, but timers live on the heap queue by
+     * reference, so (as Flink's RocksDB backend with heap timers) objects are not safe to reuse.
+     */
     @Override
     public boolean isSafeToReuseKVState() {
-        return true;
+        return false;
     }
 
     @Override

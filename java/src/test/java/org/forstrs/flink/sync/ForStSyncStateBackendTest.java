@@ -104,10 +104,4 @@ class ForStSyncStateBackendTest extends StateBackendTestBase<ForStStateBackend> 
     protected boolean snapshotUsesStreamFactory() {
         return false;
     }
-
-    /** States hand out fresh deserialized objects on every read. */
-    @Override
-    protected boolean isSafeToReuseKVState() {
-        return true;
-    }
 }
