@@ -6,10 +6,7 @@
 set -euo pipefail
 crate_dir=$1
 dest_dir=$2
-# LEAD'S NOTE (do not commit this line change): worktrees must not share a target dir for the
-# native library: cargo names the cdylib deps/libforst.so in every tree, so builds of two worktrees
-# overwrite each other's library and Maven would package another branch's code.
-export CARGO_TARGET_DIR=$HOME/.cache/forst-rs/target-wt-sync-v1
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
 if ! command -v cargo >/dev/null 2>&1 && [[ -x $HOME/.cargo/bin/cargo ]]; then
     export PATH=$HOME/.cargo/bin:$PATH
 fi
