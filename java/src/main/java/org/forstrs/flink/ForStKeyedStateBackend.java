@@ -50,6 +50,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -194,7 +195,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         deleteDirectory(dbUri);
         File local = localDirectory(dbUri);
         if (local != null) {
-            Files.createDirectories(local.toPath());
+            createDirectories(local);
         }
         if (parameters.getStateHandles().isEmpty()) {
             return new ForStRestoreOperation.Restored<>(
@@ -532,6 +533,24 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     boolean isDisposed() {
         synchronized (lock) {
             return disposed;
+        }
+    }
+
+    /**
+     * Creates {@code dir} and its parents. A sibling backend of the same job and operator may
+     * remove an empty parent at the same moment ({@link #deleteDirectory} cleans up empty
+     * parents), which makes one step fail; the creation is retried a few times.
+     */
+    private static void createDirectories(File dir) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                Files.createDirectories(dir.toPath());
+                return;
+            } catch (NoSuchFileException e) {
+                if (attempt == 10) {
+                    throw e;
+                }
+            }
         }
     }
 
