@@ -4,14 +4,14 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /** Reads a batch response (docs/BATCH_WIRE_FORMAT.md) from a direct buffer. */
-final class BatchDecoder {
+public final class BatchDecoder {
 
     static final int MAGIC = 0x46425231;
 
     private final ByteBuffer buffer;
 
     /** Checks the header of {@code response[0, length)}; returns the decoder at the first entry. */
-    BatchDecoder(ByteBuffer response, int length, int expectedCount) {
+    public BatchDecoder(ByteBuffer response, int length, int expectedCount) {
         this.buffer = response.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         buffer.position(0).limit(length);
         int magic = buffer.getInt();
@@ -25,16 +25,16 @@ final class BatchDecoder {
         }
     }
 
-    boolean readBoolean() {
+    public boolean readBoolean() {
         return buffer.get() != 0;
     }
 
-    int readInt() {
+    public int readInt() {
         return buffer.getInt();
     }
 
     /** A u32 length followed by that many bytes. */
-    byte[] readBytes() {
+    public byte[] readBytes() {
         int length = buffer.getInt();
         byte[] out = new byte[length];
         buffer.get(out);
@@ -42,7 +42,7 @@ final class BatchDecoder {
     }
 
     /** A GET's answer: the value, or null if the key has none. */
-    byte[] readOptionalBytes() {
+    public byte[] readOptionalBytes() {
         return readBoolean() ? readBytes() : null;
     }
 

@@ -8,25 +8,25 @@ import java.nio.ByteOrder;
  * A request's ops can be rolled back with {@link #mark()} / {@link #reset(long)} when encoding it
  * fails halfway.
  */
-final class BatchEncoder {
+public final class BatchEncoder {
 
     static final int MAGIC = 0x46425131;
     static final int NO_VALUE = 0xFFFF_FFFF;
 
-    static final byte GET = 1;
-    static final byte PUT = 2;
-    static final byte MERGE = 3;
-    static final byte DELETE = 4;
-    static final byte DELETE_PREFIX = 5;
-    static final byte SCAN = 6;
-    static final byte PREFIX_EXISTS = 7;
+    public static final byte GET = 1;
+    public static final byte PUT = 2;
+    public static final byte MERGE = 3;
+    public static final byte DELETE = 4;
+    public static final byte DELETE_PREFIX = 5;
+    public static final byte SCAN = 6;
+    public static final byte PREFIX_EXISTS = 7;
 
     private static final int HEADER = 8;
 
     private ByteBuffer buffer;
     private int count;
 
-    BatchEncoder(int initialCapacity) {
+    public BatchEncoder(int initialCapacity) {
         buffer = allocate(Math.max(64, initialCapacity));
     }
 
@@ -34,7 +34,7 @@ final class BatchEncoder {
         return ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
     }
 
-    void begin() {
+    public void begin() {
         buffer.clear();
         buffer.putInt(MAGIC);
         buffer.putInt(0);
@@ -57,12 +57,12 @@ final class BatchEncoder {
     }
 
     /** An op with a key and no value. */
-    void op(byte op, int cf, byte[] key) {
+    public void op(byte op, int cf, byte[] key) {
         op(op, cf, key, 0, key.length, null, 0, 0);
     }
 
     /** An op with a key and a value. */
-    void op(byte op, int cf, byte[] key, byte[] value) {
+    public void op(byte op, int cf, byte[] key, byte[] value) {
         op(op, cf, key, 0, key.length, value, 0, value.length);
     }
 
@@ -91,7 +91,7 @@ final class BatchEncoder {
     }
 
     /** A SCAN of {@code prefix} after {@code resumeKey} (exclusive; null: from the start). */
-    void scan(int cf, byte[] prefix, byte[] resumeKey, int limit) {
+    public void scan(int cf, byte[] prefix, byte[] resumeKey, int limit) {
         if (resumeKey == null) {
             op(SCAN, cf, prefix, 0, prefix.length, null, 0, 0);
         } else {
@@ -102,12 +102,12 @@ final class BatchEncoder {
     }
 
     /** Completes the header; returns the request's length in bytes. */
-    int finish() {
+    public int finish() {
         buffer.putInt(4, count);
         return buffer.position();
     }
 
-    ByteBuffer buffer() {
+    public ByteBuffer buffer() {
         return buffer;
     }
 

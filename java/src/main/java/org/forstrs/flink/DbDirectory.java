@@ -21,7 +21,7 @@ import java.nio.file.NoSuchFileException;
  * removing only deletes parents that are empty, and creating retries when a parent it just made was
  * removed that way before it could create the child.
  */
-final class DbDirectory {
+public final class DbDirectory {
 
     private static final Logger LOG = LoggerFactory.getLogger(DbDirectory.class);
 
@@ -31,7 +31,7 @@ final class DbDirectory {
     private DbDirectory() {}
 
     /** The local directory of a {@code file://} URI; null for other schemes. */
-    static File localDirectory(String uri) {
+    public static File localDirectory(String uri) {
         URI parsed = URI.create(uri);
         return "file".equals(parsed.getScheme()) ? new File(parsed.getPath()) : null;
     }
@@ -40,7 +40,7 @@ final class DbDirectory {
      * Removes a leftover of an earlier run at {@code uri} (not its parents: other subtasks use
      * them) and, on a local file system, creates the directory.
      */
-    static void prepare(String uri) throws IOException {
+    public static void prepare(String uri) throws IOException {
         delete(uri);
         File local = localDirectory(uri);
         if (local != null) {
@@ -49,7 +49,7 @@ final class DbDirectory {
     }
 
     /** Deletes the DB directory, then its parents up to the job directory if they are left empty. */
-    static void remove(String uri) throws IOException {
+    public static void remove(String uri) throws IOException {
         delete(uri);
         File local = localDirectory(uri);
         File parent = local == null ? null : local.getParentFile();

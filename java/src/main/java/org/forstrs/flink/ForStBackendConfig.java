@@ -44,6 +44,7 @@ public final class ForStBackendConfig implements Serializable {
     private final boolean inlineCoordinator;
     private final int batchThreads;
     private final boolean forceProxy;
+    private final boolean syncEnforceLocal;
 
     private ForStBackendConfig(
             @Nullable String primaryDir,
@@ -54,7 +55,8 @@ public final class ForStBackendConfig implements Serializable {
             double writeBufferRatio,
             boolean inlineCoordinator,
             int batchThreads,
-            boolean forceProxy) {
+            boolean forceProxy,
+            boolean syncEnforceLocal) {
         this.primaryDir = primaryDir;
         this.localDirs = localDirs;
         this.managedMemory = managedMemory;
@@ -64,6 +66,7 @@ public final class ForStBackendConfig implements Serializable {
         this.inlineCoordinator = inlineCoordinator;
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
+        this.syncEnforceLocal = syncEnforceLocal;
     }
 
     /** Reads and validates every {@code state.backend.forst.*} key of {@code config}. */
@@ -120,9 +123,19 @@ public final class ForStBackendConfig implements Serializable {
         }
 
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
+        boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
 
         return new ForStBackendConfig(
-                primaryDir, localDirs, managed, perSlot, perTm, ratio, inline, threads, forceProxy);
+                primaryDir,
+                localDirs,
+                managed,
+                perSlot,
+                perTm,
+                ratio,
+                inline,
+                threads,
+                forceProxy,
+                syncEnforceLocal);
     }
 
     private static void rejectUnknownKeys(ReadableConfig config) {
@@ -311,6 +324,11 @@ public final class ForStBackendConfig implements Serializable {
         return forceProxy;
     }
 
+    /** Whether synchronous keyed state stays under the local directory (not the primary one). */
+    public boolean isSyncEnforceLocal() {
+        return syncEnforceLocal;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -331,6 +349,8 @@ public final class ForStBackendConfig implements Serializable {
                 + batchThreads
                 + ", forceProxy="
                 + forceProxy
+                + ", syncEnforceLocal="
+                + syncEnforceLocal
                 + '}';
     }
 }

@@ -157,45 +157,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String[] nativeOptions,
             int executorThreads)
             throws Exception {
-        DbDirectory.prepare(dbUri);
-        ForStRestoreOperation.Restored<K> restored;
-        if (parameters.getStateHandles().isEmpty()) {
-            restored =
-                    new ForStRestoreOperation.Restored<>(
-                            NativeDb.open(dbUri, nativeOptions),
-                            parameters.getKeySerializer(),
-                            Map.of());
-        } else {
-            long start = System.nanoTime();
-            try {
-                restored =
-                        new ForStRestoreOperation<>(
-                                        parameters.getStateHandles(),
-                                        parameters.getKeySerializer(),
-                                        parameters
-                                                .getEnv()
-                                                .getUserCodeClassLoader()
-                                                .asClassLoader(),
-                                        parameters.getKeyGroupRange(),
-                                        parameters.getNumberOfKeyGroups(),
-                                        parameters.getCancelStreamRegistry())
-                                .restore(dbUri, nativeOptions);
-            } catch (Throwable t) {
-                // No backend owns the half-built directory; the next attempt uses another one.
-                try {
-                    DbDirectory.remove(dbUri);
-                } catch (Throwable cleanup) {
-                    t.addSuppressed(cleanup);
-                }
-                throw t;
-            }
-            LOG.info(
-                    "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
-                    parameters.getOperatorIdentifier(),
-                    parameters.getKeyGroupRange(),
-                    parameters.getStateHandles().size(),
-                    (System.nanoTime() - start) / 1_000_000);
-        }
+        ForStRestoreOperation.Restored<K> restored =
+                openDatabase(parameters, dbUri, nativeOptions);
         try {
             return new ForStKeyedStateBackend<>(
                     restored.db(),
@@ -211,6 +174,49 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             restored.db().close();
             throw t;
         }
+    }
+
+    /**
+     * Opens a keyed backend's DB at {@code dbUri} (a leftover of an earlier run at that place is
+     * removed first), restored from the parameters' state handles if there are any. Shared by the
+     * async and the synchronous keyed backend.
+     */
+    public static <K> ForStRestoreOperation.Restored<K> openDatabase(
+            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            throws Exception {
+        DbDirectory.prepare(dbUri);
+        if (parameters.getStateHandles().isEmpty()) {
+            return new ForStRestoreOperation.Restored<>(
+                    NativeDb.open(dbUri, nativeOptions), parameters.getKeySerializer(), Map.of());
+        }
+        long start = System.nanoTime();
+        ForStRestoreOperation.Restored<K> restored;
+        try {
+            restored =
+                    new ForStRestoreOperation<>(
+                                    parameters.getStateHandles(),
+                                    parameters.getKeySerializer(),
+                                    parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                                    parameters.getKeyGroupRange(),
+                                    parameters.getNumberOfKeyGroups(),
+                                    parameters.getCancelStreamRegistry())
+                            .restore(dbUri, nativeOptions);
+        } catch (Throwable t) {
+            // No backend owns the half-built directory; the next attempt uses another one.
+            try {
+                DbDirectory.remove(dbUri);
+            } catch (Throwable cleanup) {
+                t.addSuppressed(cleanup);
+            }
+            throw t;
+        }
+        LOG.info(
+                "Restored ForSt-RS keyed state of {} (key groups {}) from {} handles in {} ms",
+                parameters.getOperatorIdentifier(),
+                parameters.getKeyGroupRange(),
+                parameters.getStateHandles().size(),
+                (System.nanoTime() - start) / 1_000_000);
+        return restored;
     }
 
     /** Where the DB's files are (a URI string). */

@@ -114,6 +114,16 @@ public final class ForStOptions {
                                     + " natively (file, s3). Other schemes (hdfs, oss, viewfs,"
                                     + " ...) always use the proxy.");
 
+    public static final ConfigOption<Boolean> SYNC_ENFORCE_LOCAL =
+            ConfigOptions.key(PREFIX + "sync.enforce-local")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "Keep the keyed state of operators without async state (the"
+                                    + " synchronous path, one native call per state access) under"
+                                    + " the local directory: true (default, as Flink's ForSt), or"
+                                    + " under the primary directory: false.");
+
     /** Every key this backend reads; other keys under {@link #PREFIX} are rejected. */
     static final List<ConfigOption<?>> ALL =
             List.of(
@@ -126,7 +136,8 @@ public final class ForStOptions {
                     EXECUTOR_INLINE_COORDINATOR,
                     EXECUTOR_BATCH_THREADS,
                     TIMER_SERVICE_FACTORY,
-                    FS_FORCE_PROXY);
+                    FS_FORCE_PROXY,
+                    SYNC_ENFORCE_LOCAL);
 
     private ForStOptions() {}
 }

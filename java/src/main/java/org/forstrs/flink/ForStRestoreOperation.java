@@ -33,7 +33,7 @@ import java.util.Map;
  * serializer can read the old keys, and builds the new DB from the checkpoint files where they
  * lie, clipped to the new key-group range (no download, no rewrite).
  */
-final class ForStRestoreOperation<K> {
+public final class ForStRestoreOperation<K> {
 
     private final Collection<KeyedStateHandle> handles;
     private final StateSerializerProvider<K> keySerializer;
@@ -42,11 +42,31 @@ final class ForStRestoreOperation<K> {
     private final int numberOfKeyGroups;
     private final CloseableRegistry cancelStreamRegistry;
 
-    /** The outcome: the opened DB and the meta info of every restored state, by state name. */
-    record Restored<K>(
+    /**
+     * The outcome: the opened DB and the meta info snapshot of every restored state, by state
+     * name, as the checkpoint holds it (V1 or V2 keyed state: each backend converts).
+     */
+    public record Restored<K>(
             NativeDb db,
             TypeSerializer<K> keySerializer,
-            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos) {}
+            Map<String, StateMetaInfoSnapshot> stateMetaInfoSnapshots) {
+
+        /** The restored states' meta info for the async (State V2) backend. */
+        Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos() {
+            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> infos =
+                    new LinkedHashMap<>();
+            stateMetaInfoSnapshots.forEach(
+                    (name, snapshot) -> {
+                        // Timer queues' meta info (written by the synchronous backend) is not
+                        // keyed state of the DB.
+                        if (snapshot.getBackendStateType()
+                                != StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+                            infos.put(name, metaInfo(snapshot));
+                        }
+                    });
+            return infos;
+        }
+    }
 
     ForStRestoreOperation(
             Collection<KeyedStateHandle> handles,
@@ -68,8 +88,7 @@ final class ForStRestoreOperation<K> {
         List<String[]> fileNames = new ArrayList<>();
         List<String[]> fileUris = new ArrayList<>();
         List<Integer> keyGroups = new ArrayList<>();
-        Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> metaInfos =
-                new LinkedHashMap<>();
+        Map<String, StateMetaInfoSnapshot> metaInfos = new LinkedHashMap<>();
         boolean keySerializerChecked = false;
         for (KeyedStateHandle handle : handles) {
             if (handle == null) {
@@ -86,7 +105,8 @@ final class ForStRestoreOperation<K> {
                 keySerializerChecked = true;
             }
             for (StateMetaInfoSnapshot snapshot : meta.getStateMetaInfoSnapshots()) {
-                metaInfos.putIfAbsent(snapshot.getName(), metaInfo(snapshot));
+                checkKeyedState(snapshot);
+                metaInfos.putIfAbsent(snapshot.getName(), snapshot);
             }
             manifests.add(readManifest(checkpoint));
             List<HandleAndLocalPath> shared = checkpoint.getSharedState();
@@ -160,7 +180,20 @@ final class ForStRestoreOperation<K> {
         }
     }
 
-    @SuppressWarnings("unchecked")
+    private static void checkKeyedState(StateMetaInfoSnapshot snapshot) {
+        StateMetaInfoSnapshot.BackendStateType type = snapshot.getBackendStateType();
+        if (type != StateMetaInfoSnapshot.BackendStateType.KEY_VALUE
+                && type != StateMetaInfoSnapshot.BackendStateType.KEY_VALUE_V2
+                && type != StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+            throw new IllegalStateException(
+                    "State '"
+                            + snapshot.getName()
+                            + "' is of kind "
+                            + type
+                            + ", which the ForSt-RS keyed backend cannot restore");
+        }
+    }
+
     private static RegisteredKeyValueStateBackendMetaInfo<?, ?> metaInfo(
             StateMetaInfoSnapshot snapshot) {
         RegisteredStateMetaInfoBase info =

@@ -11,7 +11,7 @@ import java.util.Map;
  * What the synchronous phase of a checkpoint captured: the pinned native checkpoint, the state
  * meta info at that moment, and the shared files it may reuse. {@link #release()} unpins.
  */
-final class ForStSnapshotResources implements SnapshotResources {
+public final class ForStSnapshotResources implements SnapshotResources {
 
     final NativeCheckpoint checkpoint;
     final List<StateMetaInfoSnapshot> stateMetaInfos;

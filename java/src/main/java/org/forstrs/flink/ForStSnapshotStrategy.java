@@ -28,7 +28,7 @@ import java.util.function.Supplier;
  * the DB's files and copies the state meta info; the asynchronous phase ({@link
  * ForStAsyncSnapshot}) copies the files inside the storage and writes the Flink handles.
  */
-final class ForStSnapshotStrategy<K>
+public final class ForStSnapshotStrategy<K>
         implements SnapshotStrategy<KeyedStateHandle, ForStSnapshotResources>, CheckpointListener {
 
     private static final Logger LOG = LoggerFactory.getLogger(ForStSnapshotStrategy.class);
@@ -41,7 +41,7 @@ final class ForStSnapshotStrategy<K>
     private final SharedFileHistory sharedFiles = new SharedFileHistory();
     private final Consumer<CheckpointStats> statsListener;
 
-    ForStSnapshotStrategy(
+    public ForStSnapshotStrategy(
             NativeDb db,
             TypeSerializer<K> keySerializer,
             Supplier<List<StateMetaInfoSnapshot>> stateMetaInfos,

@@ -8,17 +8,20 @@ import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.execution.Environment;
-import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.AbstractManagedMemoryStateBackend;
+import org.apache.flink.runtime.state.BackendBuildingException;
 import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
 
+import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.File;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,9 +32,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * per keyed backend under {@code <primary-dir>/<job>/<operator>/<subtask attempt>}; every batch
  * of the async execution controller is one native call.
  *
- * <p>Operators must enable async state ({@code KeyedStream#enableAsyncState()}, or SQL's {@code
- * table.exec.async-state.enabled}); the synchronous keyed path is not there yet. Operator state
- * stays on Flink's heap ({@code DefaultOperatorStateBackend}).
+ * <p>Operators with async state ({@code KeyedStream#enableAsyncState()}, or SQL's {@code
+ * table.exec.async-state.enabled}) get the async backend; all others the synchronous one ({@link
+ * ForStSyncKeyedStateBackend}, one native call per state access), on the same engine and layout.
+ * Operator state stays on Flink's heap ({@code DefaultOperatorStateBackend}).
  */
 public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         implements ConfigurableStateBackend {
@@ -80,7 +84,11 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
             throws IllegalConfigurationException {
         Configuration merged = Configuration.fromMap(clusterConfig.toMap());
         merged.addAll(Configuration.fromMap(explicitSettings));
-        return new ForStStateBackend(explicitSettings, ForStBackendConfig.fromConfig(merged));
+        ForStStateBackend configured =
+                new ForStStateBackend(explicitSettings, ForStBackendConfig.fromConfig(merged));
+        configured.latencyTrackingConfigBuilder = latencyTrackingConfigBuilder.configure(merged);
+        configured.sizeTrackingConfigBuilder = sizeTrackingConfigBuilder.configure(merged);
+        return configured;
     }
 
     /** The validated settings in effect. */
@@ -116,16 +124,50 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         return true;
     }
 
+    /**
+     * The synchronous (State V1) keyed backend for operators without async state: one native DB,
+     * one native call per state access, under the local directory unless {@code
+     * state.backend.forst.sync.enforce-local} is false.
+     */
     @Override
-    public <K> AbstractKeyedStateBackend<K> createKeyedStateBackend(
-            KeyedStateBackendParameters<K> parameters) {
-        throw new UnsupportedOperationException(
-                "The ForSt-RS state backend keeps keyed state only for operators with async state"
-                        + " enabled (DataStream: KeyedStream#enableAsyncState(); SQL:"
-                        + " table.exec.async-state.enabled: true). Operator '"
-                        + parameters.getOperatorIdentifier()
-                        + "' uses synchronous keyed state, which this backend does not support"
-                        + " yet.");
+    public <K> ForStSyncKeyedStateBackend<K> createKeyedStateBackend(
+            KeyedStateBackendParameters<K> parameters) throws IOException {
+        try {
+            return openSyncKeyedStateBackend(parameters);
+        } catch (IOException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new BackendBuildingException(
+                    "Could not build the ForSt-RS keyed backend of "
+                            + parameters.getOperatorIdentifier(),
+                    e);
+        }
+    }
+
+    private <K> ForStSyncKeyedStateBackend<K> openSyncKeyedStateBackend(
+            KeyedStateBackendParameters<K> parameters) throws Exception {
+        Environment env = parameters.getEnv();
+        String dbUri =
+                dbUri(
+                        env,
+                        parameters.getJobID(),
+                        parameters.getOperatorIdentifier(),
+                        config.isSyncEnforceLocal() ? null : config.getPrimaryDir());
+        WorkingDirPlacement.check(dbUri, checkpointStorage(env));
+        long[] memory = memoryBudget(env, parameters.getManagedMemoryFraction());
+        LOG.info(
+                "Opening ForSt-RS synchronous keyed state of {} at {} (memtable {} bytes, block"
+                        + " cache {} bytes)",
+                parameters.getOperatorIdentifier(),
+                dbUri,
+                memory[0],
+                memory[1]);
+        return ForStSyncKeyedStateBackend.open(
+                parameters,
+                dbUri,
+                nativeOptions(memory, config.isForceProxy()),
+                latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build(),
+                sizeTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build());
     }
 
     @Override
@@ -174,7 +216,11 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
 
     /** {@code <primary-dir>/<job>/op_<operator>/<subtask>_attempt_<n>} as a URI string. */
     String dbUri(Environment env, JobID jobId, String operatorIdentifier) {
-        String base = config.getPrimaryDir();
+        return dbUri(env, jobId, operatorIdentifier, config.getPrimaryDir());
+    }
+
+    /** As {@link #dbUri(Environment, JobID, String)} under {@code base} (null: local dir). */
+    private String dbUri(Environment env, JobID jobId, String operatorIdentifier, String base) {
         if (base == null) {
             base = "file://" + chooseLocalDir(env).getAbsolutePath() + "/forst-rs";
         }

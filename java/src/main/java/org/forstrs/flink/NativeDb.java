@@ -12,7 +12,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * so the handle is never closed while a batch still runs on it; calls after close throw {@link
  * IllegalStateException}.
  */
-final class NativeDb implements Closeable {
+public final class NativeDb implements Closeable {
 
     private final String uri;
     private final long handle;
@@ -44,11 +44,11 @@ final class NativeDb implements Closeable {
                         sources.keyGroupPrefixBytes()));
     }
 
-    String uri() {
+    public String uri() {
         return uri;
     }
 
-    int createColumnFamily(String name) {
+    public int createColumnFamily(String name) {
         lock.readLock().lock();
         try {
             checkOpen();
@@ -59,11 +59,58 @@ final class NativeDb implements Closeable {
     }
 
     /** See {@link ForStNative#executeBatch}. */
-    long executeBatch(ByteBuffer request, int requestLength, ByteBuffer response) {
+    public long executeBatch(ByteBuffer request, int requestLength, ByteBuffer response) {
         lock.readLock().lock();
         try {
             checkOpen();
             return ForStNative.executeBatch(handle, request, requestLength, response);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Reads one value into {@code out[0, outLength)}; see {@link ForStNative#get} for the return
+     * value.
+     */
+    public int get(int cf, ByteBuffer key, int keyLength, ByteBuffer out, int outLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.get(handle, cf, key, 0, keyLength, out, 0, outLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Sets the value of one key. */
+    public void put(int cf, ByteBuffer key, int keyLength, ByteBuffer value, int valueLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.put(handle, cf, key, 0, keyLength, value, 0, valueLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Appends to the list at one key (elements joined by ','). */
+    public void merge(int cf, ByteBuffer key, int keyLength, ByteBuffer value, int valueLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.merge(handle, cf, key, 0, keyLength, value, 0, valueLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Deletes one key. */
+    public void delete(int cf, ByteBuffer key, int keyLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.delete(handle, cf, key, 0, keyLength);
         } finally {
             lock.readLock().unlock();
         }
@@ -111,7 +158,7 @@ final class NativeDb implements Closeable {
         }
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         lock.readLock().lock();
         try {
             return closed;

@@ -13,9 +13,9 @@ import java.util.function.Supplier;
  * Per-thread buffers to serialize values, and Flink's list layout (elements joined by the byte
  * {@code ','}, the layout the engine's merge operator appends to).
  */
-final class ValueSerde {
+public final class ValueSerde {
 
-    static final byte LIST_DELIMITER = ',';
+    public static final byte LIST_DELIMITER = ',';
 
     private static final ThreadLocal<DataOutputSerializer> OUT =
             ThreadLocal.withInitial(() -> new DataOutputSerializer(128));
@@ -23,24 +23,24 @@ final class ValueSerde {
     private ValueSerde() {}
 
     /** A cleared per-thread output; its bytes are valid until the thread's next call. */
-    static DataOutputSerializer output() {
+    public static DataOutputSerializer output() {
         DataOutputSerializer out = OUT.get();
         out.clear();
         return out;
     }
 
-    static <T> byte[] serialize(TypeSerializer<T> serializer, T value) throws IOException {
+    public static <T> byte[] serialize(TypeSerializer<T> serializer, T value) throws IOException {
         DataOutputSerializer out = output();
         serializer.serialize(value, out);
         return out.getCopyOfBuffer();
     }
 
-    static <T> T deserialize(TypeSerializer<T> serializer, byte[] bytes) throws IOException {
+    public static <T> T deserialize(TypeSerializer<T> serializer, byte[] bytes) throws IOException {
         return serializer.deserialize(new DataInputDeserializer(bytes));
     }
 
     /** The elements joined by {@link #LIST_DELIMITER}; nulls are refused like Flink does. */
-    static <T> byte[] serializeList(TypeSerializer<T> serializer, List<T> values)
+    public static <T> byte[] serializeList(TypeSerializer<T> serializer, List<T> values)
             throws IOException {
         DataOutputSerializer out = output();
         boolean first = true;
@@ -57,7 +57,7 @@ final class ValueSerde {
         return out.getCopyOfBuffer();
     }
 
-    static <T> List<T> deserializeList(TypeSerializer<T> serializer, byte[] bytes)
+    public static <T> List<T> deserializeList(TypeSerializer<T> serializer, byte[] bytes)
             throws IOException {
         List<T> values = new ArrayList<>();
         DataInputDeserializer in = new DataInputDeserializer(bytes);

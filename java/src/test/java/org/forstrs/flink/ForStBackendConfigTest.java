@@ -38,6 +38,17 @@ class ForStBackendConfigTest {
         assertThat(config.getWriteBufferRatio()).isEqualTo(0.5);
         assertThat(config.isInlineCoordinator()).isFalse();
         assertThat(config.getBatchThreads()).isEqualTo(2);
+        assertThat(config.isSyncEnforceLocal()).isTrue();
+    }
+
+    @Test
+    void syncEnforceLocalIsABooleanNamedOnError() {
+        assertThat(parse(Map.of("state.backend.forst.sync.enforce-local", "false"))
+                        .isSyncEnforceLocal())
+                .isFalse();
+        assertRejected(
+                Map.of("state.backend.forst.sync.enforce-local", "sometimes"),
+                "state.backend.forst.sync.enforce-local");
     }
 
     @Test

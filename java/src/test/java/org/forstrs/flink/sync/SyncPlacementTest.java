@@ -1,0 +1,94 @@
+package org.forstrs.flink.sync;
+
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.typeutils.base.IntSerializer;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.operators.testutils.MockEnvironment;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
+import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+
+import org.forstrs.flink.ForStStateBackend;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Where the synchronous keyed backend keeps its DB: under the local directory by default (as
+ * Flink's ForSt, {@code state.backend.forst.sync.enforce-local: true}), under the primary
+ * directory when that key is false; the async backend uses the primary directory either way.
+ */
+class SyncPlacementTest {
+
+    @TempDir Path dir;
+
+    @SuppressWarnings("try") // MockEnvironment#close may throw InterruptedException
+    private Path dbDirectory(boolean enforceLocal, boolean async) throws Exception {
+        Configuration settings = new Configuration();
+        settings.setString("state.backend.forst.local-dir", dir.resolve("local").toString());
+        settings.setString("state.backend.forst.primary-dir", dir.resolve("primary").toString());
+        settings.setString(
+                "state.backend.forst.sync.enforce-local", Boolean.toString(enforceLocal));
+        ForStStateBackend backend = new ForStStateBackend(settings);
+        JobID job = new JobID();
+        try (MockEnvironment env = MockEnvironment.builder().build()) {
+            env.setCheckpointStorageAccess(
+                    new FileSystemCheckpointStorage(dir.resolve("checkpoints").toUri())
+                            .createCheckpointStorage(job));
+            KeyedStateBackendParametersImpl<Integer> parameters =
+                    new KeyedStateBackendParametersImpl<>(
+                            env,
+                            job,
+                            "placement",
+                            IntSerializer.INSTANCE,
+                            16,
+                            new KeyGroupRange(0, 15),
+                            env.getTaskKvStateRegistry(),
+                            TtlTimeProvider.DEFAULT,
+                            new UnregisteredMetricsGroup(),
+                            List.of(),
+                            new CloseableRegistry());
+            if (async) {
+                var keyed = backend.createAsyncKeyedStateBackend(parameters);
+                try {
+                    return Paths.get(URI.create(keyed.getDbUri()));
+                } finally {
+                    keyed.dispose();
+                }
+            }
+            ForStSyncKeyedStateBackend<Integer> keyed = backend.createKeyedStateBackend(parameters);
+            try {
+                Path db = Paths.get(URI.create(keyed.getDbUri()));
+                assertThat(db).isDirectory();
+                return db;
+            } finally {
+                keyed.dispose();
+            }
+        }
+    }
+
+    @Test
+    void synchronousStateIsLocalByDefault() throws Exception {
+        assertThat(dbDirectory(true, false).startsWith(dir.resolve("local"))).isTrue();
+    }
+
+    @Test
+    void synchronousStateFollowsThePrimaryDirWhenNotEnforcedLocal() throws Exception {
+        assertThat(dbDirectory(false, false).startsWith(dir.resolve("primary"))).isTrue();
+    }
+
+    @Test
+    void asyncStateIsUnderThePrimaryDirEitherWay() throws Exception {
+        assertThat(dbDirectory(true, true).startsWith(dir.resolve("primary"))).isTrue();
+    }
+}
