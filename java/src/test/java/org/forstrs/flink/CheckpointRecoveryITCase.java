@@ -109,6 +109,38 @@ class CheckpointRecoveryITCase {
                 .anyMatch(s -> s.bytesThroughProcess() > 0);
     }
 
+    /**
+     * The same with checkpoint file merging: SSTs go through the merging location's streams
+     * (segments of shared files), and reuse of earlier segments goes through the storage's
+     * consent ({@code couldReuseStateHandle}) and notice ({@code reusePreviousStateHandle}).
+     */
+    @Test
+    void countsAreExactAfterInjectedFailuresWithFileMerging(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        String run = "file-merging-" + UUID.randomUUID();
+        long records = 120_000;
+        int failingAttempts = 3;
+        Configuration config = CountingJob.config(primary, checkpoints);
+        config.set(CheckpointingOptions.FILE_MERGING_ENABLED, true);
+        CheckpointStatsLog.clear();
+        StreamExecutionEnvironment env = environment(config);
+        // Later failure points than above: an attempt's first checkpoint takes longer here (the
+        // task's file-merging manager starts with it).
+        CountingJob.build(env, run, records, KEYS, 20, failingAttempts, 8_000, 14_000);
+
+        env.execute("counting with failures, checkpoint file merging");
+
+        assertThat(CountingJob.failures(run)).isBetween(2, failingAttempts);
+        assertThat(CountingJob.resumedAttempts(run)).isGreaterThanOrEqualTo(1);
+        assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        List<CheckpointStats> stats = CheckpointStatsLog.recent();
+        assertThat(stats).anyMatch(s -> s.filesReused() > 0);
+        assertThat(stats)
+                .as("SSTs are streamed into merged files, not linked")
+                .allMatch(s -> s.bytesThroughProcess() == s.bytesCopied())
+                .anyMatch(s -> s.bytesThroughProcess() > 0);
+    }
+
     @Test
     void sharedDirectoryHoldsOnlyFilesTheRetainedCheckpointReferences(
             @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
