@@ -192,91 +192,60 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
     key_group_end: jint,
     key_group_prefix_bytes: jint,
 ) -> jlong {
-    // A frame of its own: a restore of many sources and files must not pile local references up
-    // in the caller's frame (-Xcheck:jni warns past 32).
     guard(&mut env, |env| {
-        env.with_local_frame(64, |env| {
-            open_restored(
-                env,
-                url,
-                options,
-                manifests,
-                file_names,
-                file_uris,
-                source_key_groups,
-                key_group_start,
-                key_group_end,
-                key_group_prefix_bytes,
-            )
-        })
-    })
-}
-
-#[allow(clippy::too_many_arguments)] // mirrors the Java signature
-fn open_restored(
-    env: &mut JNIEnv<'_>,
-    url: JString<'_>,
-    options: JObjectArray<'_>,
-    manifests: JObjectArray<'_>,
-    file_names: JObjectArray<'_>,
-    file_uris: JObjectArray<'_>,
-    source_key_groups: JIntArray<'_>,
-    key_group_start: jint,
-    key_group_end: jint,
-    key_group_prefix_bytes: jint,
-) -> JniResult<jlong> {
-    let url = string(env, &url, "url")?;
-    let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
-    let manifests = byte_arrays(env, &manifests)?;
-    let names = string_arrays(env, &file_names, "fileNames")?;
-    let uris = string_arrays(env, &file_uris, "fileUris")?;
-    let groups = int_array(env, &source_key_groups)?;
-    let count = manifests.len();
-    if names.len() != count || uris.len() != count || groups.len() != 2 * count {
-        return illegal_argument(format!(
-            "{count} manifests need {count} fileNames, {count} fileUris and {} \
-             sourceKeyGroups; got {}, {} and {}",
-            2 * count,
-            names.len(),
-            uris.len(),
-            groups.len()
-        ));
-    }
-    let mut storages: HashMap<String, StorageRef> = HashMap::new();
-    let mut sources = Vec::with_capacity(count);
-    for (i, manifest) in manifests.into_iter().enumerate() {
-        if names[i].len() != uris[i].len() {
+        let url = string(env, &url, "url")?;
+        let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let manifests = byte_arrays(env, &manifests)?;
+        let names = string_arrays(env, &file_names, "fileNames")?;
+        let uris = string_arrays(env, &file_uris, "fileUris")?;
+        let groups = int_array(env, &source_key_groups)?;
+        let count = manifests.len();
+        if names.len() != count || uris.len() != count || groups.len() != 2 * count {
             return illegal_argument(format!(
-                "source {i}: fileNames and fileUris differ in length"
+                "{count} manifests need {count} fileNames, {count} fileUris and {} \
+                 sourceKeyGroups; got {}, {} and {}",
+                2 * count,
+                names.len(),
+                uris.len(),
+                groups.len()
             ));
         }
-        let mut files = HashMap::new();
-        for (name, uri) in names[i].iter().zip(&uris[i]) {
-            let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
-                return illegal_argument(format!("source {i}: {uri:?} is not a file URI"));
-            };
-            let storage = match storages.get(dir) {
-                Some(storage) => storage.clone(),
-                None => {
-                    let storage = open_storage(dir, &storage_options)?;
-                    storages.insert(dir.to_string(), storage.clone());
-                    storage
-                }
-            };
-            files.insert(name.clone(), (storage, file.to_string()));
+        let mut storages: HashMap<String, StorageRef> = HashMap::new();
+        let mut sources = Vec::with_capacity(count);
+        for (i, manifest) in manifests.into_iter().enumerate() {
+            if names[i].len() != uris[i].len() {
+                return illegal_argument(format!(
+                    "source {i}: fileNames and fileUris differ in length"
+                ));
+            }
+            let mut files = HashMap::new();
+            for (name, uri) in names[i].iter().zip(&uris[i]) {
+                let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
+                    return illegal_argument(format!("source {i}: {uri:?} is not a file URI"));
+                };
+                let storage = match storages.get(dir) {
+                    Some(storage) => storage.clone(),
+                    None => {
+                        let storage = open_storage(dir, &storage_options)?;
+                        storages.insert(dir.to_string(), storage.clone());
+                        storage
+                    }
+                };
+                files.insert(name.clone(), (storage, file.to_string()));
+            }
+            sources.push(RestoreSource {
+                manifest,
+                files,
+                key_groups: key_groups(groups[2 * i], groups[2 * i + 1])?,
+            });
         }
-        sources.push(RestoreSource {
-            manifest,
-            files,
-            key_groups: key_groups(groups[2 * i], groups[2 * i + 1])?,
-        });
-    }
-    let layout = KeyGroupLayout {
-        range: key_groups(key_group_start, key_group_end)?,
-        prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
-    };
-    let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
-    Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
+        let layout = KeyGroupLayout {
+            range: key_groups(key_group_start, key_group_end)?,
+            prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
+        };
+        let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
+        Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
+    })
 }
 
 fn key_groups(first: jint, last: jint) -> JniResult<KeyGroups> {
