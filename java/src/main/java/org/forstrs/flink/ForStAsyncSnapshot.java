@@ -21,9 +21,7 @@ import org.apache.flink.runtime.state.SnapshotStrategy.SnapshotResultSupplier;
 import org.apache.flink.runtime.state.StateUtil;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
-import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageLocation;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
-import org.apache.flink.runtime.state.filesystem.FsMergingCheckpointStorageLocation;
 import org.apache.flink.util.function.ThrowingConsumer;
 
 import org.slf4j.Logger;
@@ -47,9 +45,9 @@ import java.util.function.Consumer;
  * SharedStateRegistry owns from then on.
  *
  * <p>Uploads are copies into the checkpoint directory inside the storage (hard link, server-side
- * copy) where the checkpoint storage is a plain file system ({@link #inStorageTarget}); any other
- * storage (the JobManager's, a file-merging one) gets each SST's bytes, read through the native
- * side, as one Flink checkpoint stream.
+ * copy) where the checkpoint storage is a file system ({@link #inStorageTarget}); any other
+ * storage (the JobManager's) gets each SST's bytes, read through the native side, as one Flink
+ * checkpoint stream.
  *
  * <p>A checkpoint shares files ({@code SHARED} scope, earlier confirmed files referenced by
  * placeholder); a savepoint ({@link SharingFilesStrategy#NO_SHARING}) uploads every file in its
@@ -125,19 +123,23 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
             List<HandleAndLocalPath> uploads = new ArrayList<>(names.length);
             List<StreamStateHandle> reusedUploads = new ArrayList<>();
             List<Integer> newFiles = new ArrayList<>();
+            List<StreamStateHandle> reusedSegments = new ArrayList<>();
             for (int i = 0; i < names.length; i++) {
                 StreamStateHandle previous = reusable.get(names[i]);
-                // A file-merging storage may refuse to extend the life of an old segment.
-                if (previous != null && streamFactory.couldReuseStateHandle(previous)) {
+                if (previous != null && mayReuse(previous)) {
                     shared.add(HandleAndLocalPath.of(placeholderOf(previous), names[i]));
                     uploads.add(HandleAndLocalPath.of(previous, names[i]));
                     reusedUploads.add(previous);
+                    if (FileMergingSnapshotManager.isFileMergingHandle(previous)) {
+                        reusedSegments.add(previous);
+                    }
                 } else {
                     newFiles.add(i);
                 }
             }
-            if (!reusedUploads.isEmpty()) {
-                streamFactory.reusePreviousStateHandle(reusedUploads);
+            if (!reusedSegments.isEmpty()) {
+                // The file-merging manager keeps the physical files of reused segments alive.
+                streamFactory.reusePreviousStateHandle(reusedSegments);
             }
 
             long bytesCopied = 0;
@@ -228,14 +230,14 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
 
     /**
      * Where new SSTs can be copied inside the storage (hard link, server-side copy), or null where
-     * the checkpoint storage takes streams only: the JobManager's, and a file-merging location,
-     * which packs streams into files of its own. Like Flink's ForSt, which references checkpoint
-     * paths only for a plain {@link FsCheckpointStorageLocation}.
+     * the checkpoint storage takes streams only (the JobManager's). A file-merging location
+     * qualifies too: its target directories are the job's plain ones, and SSTs, tens of MB each,
+     * gain nothing from being packed into merged files (the small manifest and meta streams
+     * still are).
      */
     @Nullable
     static Path inStorageTarget(CheckpointStreamFactory factory, CheckpointedStateScope scope) {
-        if (factory instanceof FsCheckpointStreamFactory
-                && !(factory instanceof FsMergingCheckpointStorageLocation)) {
+        if (factory instanceof FsCheckpointStreamFactory) {
             return ((FsCheckpointStreamFactory) factory).getTargetPath(scope);
         }
         return null;
@@ -264,6 +266,18 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
             copies.add(new Path(target, destNames[j]));
         }
         return checkpoint.copyFiles(sources, target.toString(), destNames);
+    }
+
+    /**
+     * Whether an earlier upload may be referenced again. A segment of a merged file only with the
+     * file-merging manager's consent (it may want to stop extending an old physical file's life).
+     * Any other handle always: the SharedStateRegistry alone owns it. (The file-merging manager
+     * answers no for every handle it does not manage, which would disable incremental reuse of
+     * the SSTs copied into the shared directory.)
+     */
+    private boolean mayReuse(StreamStateHandle previous) {
+        return !FileMergingSnapshotManager.isFileMergingHandle(previous)
+                || streamFactory.couldReuseStateHandle(previous);
     }
 
     /** How a checkpoint references a file that an earlier checkpoint uploaded. */
