@@ -5,10 +5,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use ::jni::JNIEnv;
-use ::jni::objects::{JByteArray, JClass, JIntArray, JLongArray, JObject, JObjectArray, JString};
+use ::jni::objects::{
+    JByteArray, JByteBuffer, JClass, JIntArray, JLongArray, JObject, JObjectArray, JString,
+};
 use ::jni::sys::{jint, jlong};
 use bytes::Bytes;
 
+use super::buffers::DirectBuffer;
 use super::guard::{JniResult, guard, illegal_argument};
 use super::handles::{self, CheckpointHandle, DbHandle};
 use super::natives::{string, strings};
@@ -114,6 +117,47 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
         let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
         Ok(streamed as jlong)
+    })
+}
+
+/// `static native int checkpointReadFile(long checkpoint, String name, long position,
+/// ByteBuffer out, int outOffset, int length)`: reads up to `length` bytes of the checkpoint's
+/// file `name` from `position` into the direct buffer `out` at `outOffset`. Returns the bytes
+/// read: `length`, fewer only at the end of the file, 0 at or past it. For checkpoint storages
+/// that take streams instead of files (the JobManager's), which Java streams the file into.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // mirrors the Java signature
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReadFile<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+    name: JString<'l>,
+    position: jlong,
+    out: JByteBuffer<'l>,
+    out_offset: jint,
+    length: jint,
+) -> jint {
+    guard(&mut env, |env| {
+        let name = string(env, &name, "name")?;
+        let Ok(position) = u64::try_from(position) else {
+            return illegal_argument(format!("negative position {position}"));
+        };
+        let out_buf = DirectBuffer::of(env, &out, "output")?;
+        let (_, length) = out_buf.range(out_offset, length, "output")?;
+        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let data = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).read_file(
+            &name,
+            position,
+            length as u64,
+        )?;
+        // At most `length` bytes, so the length fits in a jint.
+        let read = data.len() as jint;
+        // SAFETY: `out` (the local reference) lives until this method returns and the slice does
+        // not escape it; the range was checked against the capacity (read <= length), and no
+        // other slice of the buffer exists.
+        let dst = unsafe { out_buf.slice_mut(out_offset, read, "output")? };
+        dst.copy_from_slice(&data);
+        Ok(read)
     })
 }
 

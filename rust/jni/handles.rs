@@ -53,7 +53,7 @@ pub struct Registry<T> {
 }
 
 impl<T> Registry<T> {
-    const fn new(what: &'static str) -> Self {
+    pub(super) const fn new(what: &'static str) -> Self {
         Registry { what, objects: Lazy::new(|| RwLock::new(HashMap::new())) }
     }
 

@@ -11,6 +11,9 @@
 
 pub mod buffers;
 pub mod checkpoints;
+#[cfg(test)]
+mod file_transfer_tests;
+pub mod files;
 pub mod guard;
 pub mod handles;
 pub mod natives;

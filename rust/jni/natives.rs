@@ -21,7 +21,10 @@ pub(super) fn string(env: &mut JNIEnv<'_>, s: &JString<'_>, what: &str) -> JniRe
     if s.is_null() {
         return illegal_argument(format!("{what} is null"));
     }
-    Ok(env.get_string(s)?.into())
+    // `get_string` leaves two local references behind (String's class, the object's class): in
+    // a frame of its own they go at once, so natives taking many strings do not pile them up in
+    // their caller's frame (-Xcheck:jni warns past 32).
+    env.with_local_frame(4, |env| -> JniResult<String> { Ok(env.get_string(s)?.into()) })
 }
 
 pub(super) fn strings(

@@ -19,7 +19,7 @@ use crate::lsm::key::SeqNo;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData};
 use crate::lsm::version::{TableFile, Version};
-use crate::storage::{Storage, block_on};
+use crate::storage::{Storage, block_on, read_range_exact};
 use crate::{Error, Result};
 
 /// Copies in flight at once: enough to hide per-request latency of a DFS.
@@ -138,6 +138,22 @@ impl Checkpoint {
             tombstones: version.tombstones.clone(),
             files,
         }))
+    }
+
+    /// Reads at most `max_len` bytes of the checkpoint's file `name` from `offset` (fewer only
+    /// at the end of the file, none at or past it). For checkpoint storages that take streams
+    /// rather than files (Flink's JobManager storage), which the files are streamed into.
+    pub fn read_file(&self, name: &str, offset: u64, max_len: u64) -> Result<Bytes> {
+        let file =
+            self.durable_version()?.files().find(|f| f.path == name).ok_or_else(|| {
+                Error::invalid(format!("{name} is not a file of this checkpoint"))
+            })?;
+        let start = offset.min(file.size);
+        let end = offset.saturating_add(max_len).min(file.size);
+        if start == end {
+            return Ok(Bytes::new());
+        }
+        block_on(read_range_exact(self.db.storage.as_ref(), &file.path, start..end))
     }
 
     /// Copies files of the checkpoint, `(name, destination name)`, into `dest`, concurrently.

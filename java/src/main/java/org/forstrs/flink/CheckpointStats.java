@@ -8,9 +8,10 @@ import java.util.List;
  * @param checkpointId the checkpoint (or savepoint) id
  * @param syncNanos time on the task thread (freeze, pin, meta info copy)
  * @param asyncNanos time of the asynchronous phase (flush, copies, meta and manifest writes)
- * @param bytesThroughProcess SST bytes that were streamed through this JVM's process by the copy
- *     (0 when every copy stayed inside the storage)
- * @param copiedTo where this checkpoint copied SST files to (Flink paths)
+ * @param bytesThroughProcess SST bytes that were streamed through this JVM's process (0 when
+ *     every copy stayed inside the storage; all new SST bytes for stream-only storages)
+ * @param copiedTo where this checkpoint uploaded SST files to: Flink paths, or for bytes the
+ *     JobManager keeps the handle's id
  * @param filesReused SST files referenced from an earlier confirmed checkpoint
  * @param bytesCopied total size of the copied SST files
  */

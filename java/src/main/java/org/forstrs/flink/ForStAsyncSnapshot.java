@@ -6,6 +6,7 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.core.memory.DataOutputViewStreamWrapper;
 import org.apache.flink.runtime.checkpoint.SnapshotType.SharingFilesStrategy;
+import org.apache.flink.runtime.checkpoint.filemerging.FileMergingSnapshotManager;
 import org.apache.flink.runtime.state.CheckpointStateOutputStream;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
@@ -14,6 +15,7 @@ import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.SnapshotStrategy.SnapshotResultSupplier;
 import org.apache.flink.runtime.state.StateUtil;
@@ -38,15 +40,19 @@ import java.util.function.Consumer;
 
 /**
  * The asynchronous phase of one checkpoint or native savepoint: waits for the frozen data to be
- * flushed, copies the SSTs the checkpoint cannot reuse into the checkpoint directory (inside the
- * storage: hard link or server-side copy), writes the DB manifest and Flink's state meta info,
- * and returns an {@link IncrementalRemoteKeyedStateHandle} whose shared SSTs Flink's
+ * flushed, uploads the SSTs the checkpoint cannot reuse, writes the DB manifest and Flink's state
+ * meta info, and returns an {@link IncrementalRemoteKeyedStateHandle} whose shared SSTs Flink's
  * SharedStateRegistry owns from then on.
  *
+ * <p>Uploads are copies into the checkpoint directory inside the storage (hard link, server-side
+ * copy) where the checkpoint storage is a file system ({@link #inStorageTarget}); any other
+ * storage (the JobManager's) gets each SST's bytes, read through the native side, as one Flink
+ * checkpoint stream.
+ *
  * <p>A checkpoint shares files ({@code SHARED} scope, earlier confirmed files referenced by
- * placeholder); a savepoint ({@link SharingFilesStrategy#NO_SHARING}) copies every file into its
- * own ({@code EXCLUSIVE}) directory so that it stands alone. On failure, the copies and streams
- * this checkpoint made are deleted; the pin is released either way.
+ * placeholder); a savepoint ({@link SharingFilesStrategy#NO_SHARING}) uploads every file in its
+ * own ({@code EXCLUSIVE}) scope so that it stands alone. On failure, the copies and streams this
+ * checkpoint made are deleted; the pin is released either way.
  */
 final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHandle> {
 
@@ -97,7 +103,6 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
         registry.registerCloseable(cancelMarker);
         boolean done = false;
         try {
-            FsCheckpointStreamFactory fileFactory = fileBased(streamFactory);
             NativeCheckpoint checkpoint = resources.checkpoint;
             byte[] manifest = checkpoint.manifest();
             String[] names = checkpoint.fileNames();
@@ -111,48 +116,79 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
                     sharing == SharingFilesStrategy.FORWARD_BACKWARD
                             ? resources.reusableFiles
                             : Map.of();
-            Path target = fileFactory.getTargetPath(scope);
 
+            // What the handle references (placeholders for reused files), and what the history
+            // records (each upload's own handle).
             List<HandleAndLocalPath> shared = new ArrayList<>(names.length);
-            List<String> toCopy = new ArrayList<>();
-            List<String> destNames = new ArrayList<>();
-            List<Long> copySizes = new ArrayList<>();
+            List<HandleAndLocalPath> uploads = new ArrayList<>(names.length);
+            List<StreamStateHandle> reusedUploads = new ArrayList<>();
+            List<Integer> newFiles = new ArrayList<>();
+            List<StreamStateHandle> reusedSegments = new ArrayList<>();
             for (int i = 0; i < names.length; i++) {
                 StreamStateHandle previous = reusable.get(names[i]);
-                if (previous != null) {
-                    shared.add(HandleAndLocalPath.of(previous, names[i]));
+                if (previous != null && mayReuse(previous)) {
+                    shared.add(HandleAndLocalPath.of(placeholderOf(previous), names[i]));
+                    uploads.add(HandleAndLocalPath.of(previous, names[i]));
+                    reusedUploads.add(previous);
+                    if (FileMergingSnapshotManager.isFileMergingHandle(previous)) {
+                        reusedSegments.add(previous);
+                    }
                 } else {
-                    String dest = UUID.randomUUID() + ".sst";
-                    toCopy.add(names[i]);
-                    destNames.add(dest);
-                    copySizes.add(sizes[i]);
-                    copies.add(new Path(target, dest));
+                    newFiles.add(i);
                 }
             }
-            long reused = shared.size();
-            long throughProcess = 0;
-            long bytesCopied = 0;
-            if (!toCopy.isEmpty()) {
-                throughProcess =
-                        checkpoint.copyFiles(
-                                toCopy.toArray(new String[0]),
-                                target.toString(),
-                                destNames.toArray(new String[0]));
+            if (!reusedSegments.isEmpty()) {
+                // The file-merging manager keeps the physical files of reused segments alive.
+                streamFactory.reusePreviousStateHandle(reusedSegments);
             }
-            for (int i = 0; i < toCopy.size(); i++) {
-                bytesCopied += copySizes.get(i);
-                shared.add(
-                        HandleAndLocalPath.of(
-                                new FileStateHandle(copies.get(i), copySizes.get(i)),
-                                toCopy.get(i)));
+
+            long bytesCopied = 0;
+            for (int i : newFiles) {
+                bytesCopied += sizes[i];
+            }
+            List<String> copiedTo = new ArrayList<>(newFiles.size());
+            long throughProcess;
+            Path target = inStorageTarget(streamFactory, scope);
+            if (target != null) {
+                throughProcess = copyInStorage(checkpoint, names, newFiles, target, copies);
+                for (int j = 0; j < newFiles.size(); j++) {
+                    int i = newFiles.get(j);
+                    HandleAndLocalPath file =
+                            HandleAndLocalPath.of(
+                                    new FileStateHandle(copies.get(j), sizes[i]), names[i]);
+                    shared.add(file);
+                    uploads.add(file);
+                    copiedTo.add(copies.get(j).toString());
+                }
+            } else {
+                throughProcess = bytesCopied;
+                for (int i : newFiles) {
+                    String name = names[i];
+                    long size = sizes[i];
+                    StreamStateHandle upload =
+                            writeStream(
+                                    registry,
+                                    written,
+                                    scope,
+                                    out -> checkpoint.streamFile(name, size, out));
+                    HandleAndLocalPath file = HandleAndLocalPath.of(upload, name);
+                    shared.add(file);
+                    uploads.add(file);
+                    copiedTo.add(describe(upload));
+                }
             }
 
             StreamStateHandle manifestHandle =
-                    writeExclusive(registry, written, out -> out.write(manifest));
-            StreamStateHandle metaHandle =
-                    writeExclusive(
+                    writeStream(
                             registry,
                             written,
+                            CheckpointedStateScope.EXCLUSIVE,
+                            out -> out.write(manifest));
+            StreamStateHandle metaHandle =
+                    writeStream(
+                            registry,
+                            written,
+                            CheckpointedStateScope.EXCLUSIVE,
                             out ->
                                     new KeyedBackendSerializationProxy<>(
                                                     keySerializer, resources.stateMetaInfos, false)
@@ -171,7 +207,7 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
                 throw new CancellationException("Checkpoint " + checkpointId + " was cancelled");
             }
             if (sharedFiles != null) {
-                sharedFiles.record(checkpointId, shared);
+                sharedFiles.record(checkpointId, uploads);
             }
             statsListener.accept(
                     new CheckpointStats(
@@ -179,8 +215,8 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
                             resources.syncNanos,
                             System.nanoTime() - start,
                             throughProcess,
-                            copies.stream().map(Path::toString).toList(),
-                            (int) reused,
+                            copiedTo,
+                            reusedUploads.size(),
                             bytesCopied));
             done = true;
             return SnapshotResult.of(handle);
@@ -192,26 +228,81 @@ final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<KeyedStateHa
         }
     }
 
-    /** The checkpoint storage must be a file system the native side can copy into. */
-    private static FsCheckpointStreamFactory fileBased(CheckpointStreamFactory factory)
-            throws IOException {
+    /**
+     * Where new SSTs can be copied inside the storage (hard link, server-side copy), or null where
+     * the checkpoint storage takes streams only (the JobManager's). A file-merging location
+     * qualifies too: its target directories are the job's plain ones, and SSTs, tens of MB each,
+     * gain nothing from being packed into merged files (the small manifest and meta streams
+     * still are).
+     */
+    @Nullable
+    static Path inStorageTarget(CheckpointStreamFactory factory, CheckpointedStateScope scope) {
         if (factory instanceof FsCheckpointStreamFactory) {
-            return (FsCheckpointStreamFactory) factory;
+            return ((FsCheckpointStreamFactory) factory).getTargetPath(scope);
         }
-        throw new IOException(
-                "The ForSt-RS state backend copies its files into the checkpoint directory and"
-                        + " needs a file system checkpoint storage: set 'execution.checkpointing.dir'"
-                        + " (checkpoint storage 'filesystem'); got "
-                        + factory.getClass().getName());
+        return null;
     }
 
-    private StreamStateHandle writeExclusive(
+    /**
+     * Copies the files {@code newFiles} into {@code target} under new unique names, inside the
+     * storage where it can, and adds each destination to {@code copies} (same order).
+     *
+     * @return bytes that passed through this process
+     */
+    private static long copyInStorage(
+            NativeCheckpoint checkpoint,
+            String[] names,
+            List<Integer> newFiles,
+            Path target,
+            List<Path> copies) {
+        if (newFiles.isEmpty()) {
+            return 0;
+        }
+        String[] sources = new String[newFiles.size()];
+        String[] destNames = new String[newFiles.size()];
+        for (int j = 0; j < newFiles.size(); j++) {
+            sources[j] = names[newFiles.get(j)];
+            destNames[j] = UUID.randomUUID() + ".sst";
+            copies.add(new Path(target, destNames[j]));
+        }
+        return checkpoint.copyFiles(sources, target.toString(), destNames);
+    }
+
+    /**
+     * Whether an earlier upload may be referenced again. A segment of a merged file only with the
+     * file-merging manager's consent (it may want to stop extending an old physical file's life).
+     * Any other handle always: the SharedStateRegistry alone owns it. (The file-merging manager
+     * answers no for every handle it does not manage, which would disable incremental reuse of
+     * the SSTs copied into the shared directory.)
+     */
+    private boolean mayReuse(StreamStateHandle previous) {
+        return !FileMergingSnapshotManager.isFileMergingHandle(previous)
+                || streamFactory.couldReuseStateHandle(previous);
+    }
+
+    /** How a checkpoint references a file that an earlier checkpoint uploaded. */
+    private static StreamStateHandle placeholderOf(StreamStateHandle upload) {
+        return new PlaceholderStreamStateHandle(
+                upload.getStreamStateHandleID(),
+                upload.getStateSize(),
+                FileMergingSnapshotManager.isFileMergingHandle(upload));
+    }
+
+    /** A file's path where the upload made one, else the handle's id (JobManager-held bytes). */
+    private static String describe(StreamStateHandle upload) {
+        return upload instanceof FileStateHandle
+                ? ((FileStateHandle) upload).getFilePath().toString()
+                : upload.getStreamStateHandleID().getKeyString();
+    }
+
+    /** Writes one stream of the checkpoint; its handle is discarded if the checkpoint fails. */
+    private StreamStateHandle writeStream(
             CloseableRegistry registry,
             List<StreamStateHandle> written,
+            CheckpointedStateScope scope,
             ThrowingConsumer<CheckpointStateOutputStream, IOException> body)
             throws IOException {
-        CheckpointStateOutputStream out =
-                streamFactory.createCheckpointStateOutputStream(CheckpointedStateScope.EXCLUSIVE);
+        CheckpointStateOutputStream out = streamFactory.createCheckpointStateOutputStream(scope);
         registry.registerCloseable(out);
         try {
             body.accept(out);

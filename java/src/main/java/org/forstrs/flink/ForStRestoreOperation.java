@@ -10,6 +10,7 @@ import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.RegisteredStateMetaInfoBase;
 import org.apache.flink.runtime.state.StateSerializerProvider;
 import org.apache.flink.runtime.state.StreamStateHandle;
@@ -17,6 +18,9 @@ import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.v2.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.util.StateMigrationException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.FilterInputStream;
 import java.io.IOException;
@@ -31,9 +35,13 @@ import java.util.Map;
  * Restores a ForSt-RS keyed backend from native checkpoints or savepoints: one handle (restore)
  * or several (rescale). Reads each handle's state meta info and DB manifest, checks that the key
  * serializer can read the old keys, and builds the new DB from the checkpoint files where they
- * lie, clipped to the new key-group range (no download, no rewrite).
+ * lie, clipped to the new key-group range (no download, no rewrite). SSTs a checkpoint storage
+ * kept as bytes rather than files (the JobManager's) are first written next to the new DB ({@link
+ * RestoreStaging}), and from there take the same way.
  */
 public final class ForStRestoreOperation<K> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ForStRestoreOperation.class);
 
     private final Collection<KeyedStateHandle> handles;
     private final StateSerializerProvider<K> keySerializer;
@@ -84,6 +92,13 @@ public final class ForStRestoreOperation<K> {
     }
 
     Restored<K> restore(String dbUri, String[] nativeOptions) throws Exception {
+        try (RestoreStaging staging = new RestoreStaging(dbUri, nativeOptions)) {
+            return restore(dbUri, nativeOptions, staging);
+        }
+    }
+
+    private Restored<K> restore(String dbUri, String[] nativeOptions, RestoreStaging staging)
+            throws Exception {
         List<byte[]> manifests = new ArrayList<>();
         List<String[]> fileNames = new ArrayList<>();
         List<String[]> fileUris = new ArrayList<>();
@@ -114,7 +129,7 @@ public final class ForStRestoreOperation<K> {
             String[] uris = new String[shared.size()];
             for (int i = 0; i < shared.size(); i++) {
                 names[i] = shared.get(i).getLocalPath();
-                uris[i] = fileUri(shared.get(i).getHandle(), checkpoint);
+                uris[i] = fileUri(shared.get(i).getHandle(), checkpoint, staging);
             }
             fileNames.add(names);
             fileUris.add(uris);
@@ -139,6 +154,13 @@ public final class ForStRestoreOperation<K> {
                         CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix(
                                 numberOfKeyGroups));
         NativeDb db = NativeDb.openRestored(dbUri, nativeOptions, sources);
+        if (staging.size() > 0) {
+            LOG.info(
+                    "Restored {} SSTs of {} from checkpoint streams (not files) through {}",
+                    staging.size(),
+                    dbUri,
+                    RestoreStaging.DIRECTORY);
+        }
         return new Restored<>(db, keySerializer.currentSchemaSerializer(), metaInfos);
     }
 
@@ -242,17 +264,30 @@ public final class ForStRestoreOperation<K> {
         };
     }
 
-    /** Where a checkpointed SST is, as a URI the native side opens in place. */
-    private static String fileUri(
-            StreamStateHandle handle, IncrementalRemoteKeyedStateHandle checkpoint) {
+    /**
+     * Where a checkpointed SST is, as a URI the native side opens: a file where it lies, or, for
+     * bytes that are not a file (the JobManager's, a segment of a merged file), a staged copy.
+     */
+    private String fileUri(
+            StreamStateHandle handle,
+            IncrementalRemoteKeyedStateHandle checkpoint,
+            RestoreStaging staging)
+            throws IOException {
         if (handle instanceof FileStateHandle) {
             return ((FileStateHandle) handle).getFilePath().toUri().toString();
         }
-        throw new IllegalStateException(
-                "Checkpoint "
-                        + checkpoint.getCheckpointId()
-                        + " holds an SST as "
-                        + handle.getClass().getName()
-                        + "; the ForSt-RS state backend needs files it can open in place");
+        if (handle instanceof PlaceholderStreamStateHandle) {
+            throw new IllegalStateException(
+                    "Checkpoint "
+                            + checkpoint.getCheckpointId()
+                            + " of backend "
+                            + checkpoint.getBackendIdentifier()
+                            + " references an SST by a placeholder that was never resolved to"
+                            + " the file (its shared state was not registered): "
+                            + handle);
+        }
+        try (InputStream in = open(handle)) {
+            return staging.stage(in);
+        }
     }
 }

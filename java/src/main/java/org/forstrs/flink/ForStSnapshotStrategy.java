@@ -24,9 +24,11 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
- * Checkpoints and native savepoints of a ForSt-RS DB (FLIP-428). The synchronous phase only pins
- * the DB's files and copies the state meta info; the asynchronous phase ({@link
- * ForStAsyncSnapshot}) copies the files inside the storage and writes the Flink handles.
+ * Checkpoints and native savepoints of a ForSt-RS DB (FLIP-428), to any checkpoint storage. The
+ * synchronous phase only pins the DB's files and copies the state meta info; the asynchronous
+ * phase ({@link ForStAsyncSnapshot}) uploads the files (inside the storage, or as checkpoint
+ * streams) and writes the Flink handles. Takes the DB, the state meta infos and the stream factory
+ * as parameters, not a backend, so any keyed backend over a {@link NativeDb} can use it.
  */
 public final class ForStSnapshotStrategy<K>
         implements SnapshotStrategy<KeyedStateHandle, ForStSnapshotResources>, CheckpointListener {

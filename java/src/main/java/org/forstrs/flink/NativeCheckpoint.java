@@ -2,6 +2,9 @@ package org.forstrs.flink;
 
 import org.forstrs.jni.ForStNative;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -9,6 +12,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * names stay pinned (compaction does not delete them) until {@link #release()}.
  */
 final class NativeCheckpoint {
+
+    /** Bytes per native read when a file is streamed out: few calls, bounded memory. */
+    static final int STREAM_CHUNK_BYTES = 1 << 20;
 
     private final NativeDb db;
     private final long handle;
@@ -42,6 +48,40 @@ final class NativeCheckpoint {
     long copyFiles(String[] names, String destDir, String[] destNames) {
         return db.whileOpen(
                 () -> ForStNative.checkpointCopyFiles(handle, names, destDir, destNames));
+    }
+
+    /**
+     * Writes the checkpoint file {@code name} of {@code size} bytes to {@code out}, reading it from
+     * the DB's storage chunk by chunk (for checkpoint storages that take streams, not files).
+     */
+    void streamFile(String name, long size, OutputStream out) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocateDirect((int) Math.min(STREAM_CHUNK_BYTES, size));
+        byte[] chunk = new byte[buffer.capacity()];
+        long position = 0;
+        while (position < size) {
+            long from = position;
+            int want = (int) Math.min(chunk.length, size - position);
+            int read =
+                    db.whileOpen(
+                            () ->
+                                    ForStNative.checkpointReadFile(
+                                            handle, name, from, buffer, 0, want));
+            if (read != want) {
+                throw new IOException(
+                        "Checkpoint file "
+                                + name
+                                + " of "
+                                + db.uri()
+                                + " ended after "
+                                + (position + read)
+                                + " of its "
+                                + size
+                                + " bytes");
+            }
+            buffer.get(0, chunk, 0, read);
+            out.write(chunk, 0, read);
+            position += read;
+        }
     }
 
     /** Unpins the files; later calls do nothing. */

@@ -1,7 +1,6 @@
 package org.forstrs.flink;
 
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
-import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
 
 import java.util.Collection;
@@ -23,13 +22,17 @@ import java.util.TreeMap;
  */
 final class SharedFileHistory {
 
-    /** Per checkpoint, every SST it references (new copies and placeholders), by SST name. */
+    /** Per checkpoint, every SST it references and the handle of its upload, by SST name. */
     private final SortedMap<Long, Map<String, StreamStateHandle>> filesByCheckpoint =
             new TreeMap<>();
 
     private long lastConfirmed = -1;
 
-    /** Records the SSTs of a checkpoint that shares files (call when its snapshot is built). */
+    /**
+     * Records the SSTs of a checkpoint that shares files (call when its snapshot is built), each
+     * with the handle its upload produced (for reused files: the earlier upload's, not the
+     * placeholder), so that the storage can be asked whether it may still be reused.
+     */
     synchronized void record(long checkpointId, Collection<HandleAndLocalPath> sharedFiles) {
         Map<String, StreamStateHandle> files = new HashMap<>();
         for (HandleAndLocalPath file : sharedFiles) {
@@ -39,8 +42,8 @@ final class SharedFileHistory {
     }
 
     /**
-     * The files a checkpoint taken now may reference without copying, each as a placeholder for
-     * the handle the JobManager already holds.
+     * The files a checkpoint taken now may reference without copying, with the handles their
+     * upload produced (the JobManager holds those; a checkpoint references them by placeholder).
      */
     synchronized Map<String, StreamStateHandle> reusable() {
         Map<String, StreamStateHandle> base = filesByCheckpoint.get(lastConfirmed);
@@ -52,15 +55,15 @@ final class SharedFileHistory {
                 filesByCheckpoint.tailMap(lastConfirmed + 1).values()) {
             later.forEach(
                     (name, handle) -> {
-                        if (!(handle instanceof PlaceholderStreamStateHandle)) {
+                        StreamStateHandle confirmed = reusable.get(name);
+                        if (confirmed != null
+                                && !confirmed
+                                        .getStreamStateHandleID()
+                                        .equals(handle.getStreamStateHandleID())) {
                             reusable.remove(name);
                         }
                     });
         }
-        reusable.replaceAll(
-                (name, handle) ->
-                        new PlaceholderStreamStateHandle(
-                                handle.getStreamStateHandleID(), handle.getStateSize(), false));
         return reusable;
     }
 

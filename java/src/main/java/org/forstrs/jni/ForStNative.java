@@ -157,6 +157,18 @@ public final class ForStNative {
     public static native long checkpointCopyFiles(
             long checkpoint, String[] names, String destDir, String[] destNames);
 
+    /**
+     * Reads part of a checkpoint file, for checkpoint storages that take streams instead of files
+     * (the JobManager's): Java streams the file into Flink's checkpoint stream chunk by chunk.
+     *
+     * @param name a name {@link #checkpointFileNames} returned
+     * @param position where to start reading in the file (not negative)
+     * @param out a direct buffer; the bytes go to {@code out[outOffset, outOffset + length)}
+     * @return the bytes read: {@code length}, fewer only at the end of the file, 0 at or past it
+     */
+    public static native int checkpointReadFile(
+            long checkpoint, String name, long position, ByteBuffer out, int outOffset, int length);
+
     /** Lets compaction delete the pinned files again. Releasing twice is a no-op. */
     public static native void checkpointRelease(long checkpoint);
 
@@ -187,6 +199,34 @@ public final class ForStNative {
             int keyGroupStart,
             int keyGroupEnd,
             int keyGroupPrefixBytes);
+
+    /**
+     * Starts writing the file {@code name} under {@code dirUri} (restore puts checkpointed bytes
+     * that are not files, e.g. the JobManager's, next to the new database this way). Nothing is
+     * visible under {@code name} before {@link #fileFinish}.
+     *
+     * @param dirUri a directory URL as {@link #open} takes
+     * @param options as for {@link #open} (only the storage keys matter)
+     * @param name a path relative to {@code dirUri}; no {@code ..} segments
+     * @return a file-writer handle for {@link #fileWrite}, {@link #fileFinish}, {@link #fileAbort}
+     */
+    public static native long fileCreate(String dirUri, String[] options, String name);
+
+    /** Appends {@code data[offset, offset + length)} (a direct buffer) to the file. */
+    public static native void fileWrite(long file, ByteBuffer data, int offset, int length);
+
+    /**
+     * Publishes the file (atomically) and closes the handle, also when publishing fails.
+     *
+     * @return the file's size in bytes
+     */
+    public static native long fileFinish(long file);
+
+    /** Drops the file being written and closes the handle; a closed handle is a no-op. */
+    public static native void fileAbort(long file);
+
+    /** Deletes the file {@code name} under {@code dirUri}; a missing file is no error. */
+    public static native void fileDelete(String dirUri, String[] options, String name);
 
     /** Compacts every file into the last level and waits until it is done. */
     public static native void compact(long db);

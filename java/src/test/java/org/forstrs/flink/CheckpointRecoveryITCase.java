@@ -2,8 +2,9 @@ package org.forstrs.flink;
 
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.java.tuple.Tuple2;
-import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
@@ -28,8 +29,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Checkpoints of the ForSt-RS backend on a MiniCluster: exact counts across injected failures
- * (each recovery restores keyed state from the last completed checkpoint), and the shared
- * checkpoint directory holding only files the retained checkpoint references.
+ * (each recovery restores keyed state from the last completed checkpoint), with file-system and
+ * with JobManager checkpoint storage, and the shared checkpoint directory holding only files the
+ * retained checkpoint references.
  */
 class CheckpointRecoveryITCase {
 
@@ -66,6 +68,73 @@ class CheckpointRecoveryITCase {
         assertThat(stats)
                 .as("incremental checkpoints reuse files")
                 .anyMatch(s -> s.filesReused() > 0);
+        assertThat(stats)
+                .as("on a local file system copies are hard links")
+                .allMatch(s -> s.bytesThroughProcess() == 0);
+    }
+
+    /**
+     * The same with the checkpoint storage Flink uses when no checkpoint directory is set, the
+     * JobManager's: SSTs go through Flink's checkpoint streams (read by the native side, held by
+     * the JobManager), later checkpoints reference earlier uploads, and every recovery restores
+     * from those bytes.
+     */
+    @Test
+    void countsAreExactAfterInjectedFailuresWithJobManagerStorage(@TempDir Path primary)
+            throws Exception {
+        String run = "jobmanager-" + UUID.randomUUID();
+        long records = 80_000;
+        int failingAttempts = 5;
+        Configuration config = CountingJob.config(primary, primary);
+        config.removeConfig(CheckpointingOptions.CHECKPOINTS_DIRECTORY);
+        config.removeConfig(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION);
+        config.set(CheckpointingOptions.CHECKPOINT_STORAGE, "jobmanager");
+        CheckpointStatsLog.clear();
+        StreamExecutionEnvironment env = environment(config);
+        CountingJob.build(env, run, records, KEYS, 20, failingAttempts, 1_500, 4_000);
+
+        env.execute("counting with failures, JobManager checkpoint storage");
+
+        assertThat(CountingJob.failures(run)).isBetween(3, failingAttempts);
+        assertThat(CountingJob.resumedAttempts(run)).isGreaterThanOrEqualTo(2);
+        assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        List<CheckpointStats> stats = CheckpointStatsLog.recent();
+        assertThat(stats).isNotEmpty();
+        assertThat(stats)
+                .as("incremental checkpoints reuse uploads")
+                .anyMatch(s -> s.filesReused() > 0);
+        assertThat(stats)
+                .as("every new SST is streamed through the process")
+                .allMatch(s -> s.bytesThroughProcess() == s.bytesCopied())
+                .anyMatch(s -> s.bytesThroughProcess() > 0);
+    }
+
+    /**
+     * The same with checkpoint file merging: SSTs are still linked into the shared directory
+     * (the location's target is the job's plain one), the manifest and meta info go into merged
+     * files (segments, read back on restore), and the copied SSTs are still reused.
+     */
+    @Test
+    void countsAreExactAfterInjectedFailuresWithFileMerging(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        String run = "file-merging-" + UUID.randomUUID();
+        long records = 120_000;
+        int failingAttempts = 3;
+        Configuration config = CountingJob.config(primary, checkpoints);
+        config.set(CheckpointingOptions.FILE_MERGING_ENABLED, true);
+        CheckpointStatsLog.clear();
+        StreamExecutionEnvironment env = environment(config);
+        // Later failure points than above: an attempt's first checkpoint takes longer here (the
+        // task's file-merging manager starts with it).
+        CountingJob.build(env, run, records, KEYS, 20, failingAttempts, 8_000, 14_000);
+
+        env.execute("counting with failures, checkpoint file merging");
+
+        assertThat(CountingJob.failures(run)).isBetween(2, failingAttempts);
+        assertThat(CountingJob.resumedAttempts(run)).isGreaterThanOrEqualTo(1);
+        assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        List<CheckpointStats> stats = CheckpointStatsLog.recent();
+        assertThat(stats).anyMatch(s -> s.filesReused() > 0);
         assertThat(stats)
                 .as("on a local file system copies are hard links")
                 .allMatch(s -> s.bytesThroughProcess() == 0);

@@ -35,7 +35,7 @@ class SharedFileHistoryTest {
     }
 
     @Test
-    void confirmedFilesBecomePlaceholdersOfTheSameHandle() {
+    void confirmedFilesAreReusableWithTheHandleOfTheirUpload() {
         SharedFileHistory history = new SharedFileHistory();
         HandleAndLocalPath a = copy("1.sst", "a");
         history.record(1, List.of(a, copy("2.sst", "b")));
@@ -43,12 +43,7 @@ class SharedFileHistoryTest {
 
         Map<String, StreamStateHandle> reusable = history.reusable();
         assertThat(reusable).containsOnlyKeys("1.sst", "2.sst");
-        assertThat(reusable.get("1.sst"))
-                .isInstanceOf(PlaceholderStreamStateHandle.class)
-                .satisfies(
-                        h ->
-                                assertThat(h.getStreamStateHandleID())
-                                        .isEqualTo(a.getHandle().getStreamStateHandleID()));
+        assertThat(reusable.get("1.sst")).isSameAs(a.getHandle());
     }
 
     @Test

@@ -46,7 +46,6 @@ import org.apache.flink.runtime.state.metrics.SizeTrackingStateConfig;
 import org.apache.flink.runtime.state.ttl.TtlAwareSerializer;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
-import org.apache.flink.util.IOUtils;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.CheckpointStats;
@@ -117,7 +116,6 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     private List<StateMetaInfoSnapshot> metaInfoSnapshots;
 
     private final ForStSnapshotStrategy<K> snapshotStrategy;
-    private final CloseableRegistry snapshotStreams = new CloseableRegistry();
     private volatile CheckpointStats lastCheckpointStats;
     private boolean disposed;
 
@@ -634,7 +632,8 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         return new SnapshotStrategyRunner<KeyedStateHandle, ForStSnapshotResources>(
                         "ForSt-RS sync snapshot",
                         snapshotStrategy,
-                        snapshotStreams,
+                        // closing the backend cancels running snapshots, as in Flink's backends
+                        cancelStreamRegistry,
                         SnapshotExecutionType.ASYNCHRONOUS)
                 .snapshot(checkpointId, timestamp, streamFactory, checkpointOptions);
     }
@@ -684,7 +683,6 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         }
         disposed = true;
         super.dispose();
-        IOUtils.closeQuietly(snapshotStreams);
         createdStates.clear();
         states.clear();
         try {

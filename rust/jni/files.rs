@@ -1,0 +1,144 @@
+//! Writing a file into a storage from Java, chunk by chunk. Restore uses it for checkpointed files
+//! that are not files the engine can reference (bytes the JobManager keeps, segments of merged
+//! checkpoint files): Java streams them next to the new database, and the native restore then
+//! takes them like any other file. A file is published only by `fileFinish` (atomically, as
+//! every storage writer does); an aborted or abandoned one leaves nothing behind.
+
+use std::sync::Mutex;
+
+use ::jni::JNIEnv;
+use ::jni::objects::{JByteBuffer, JClass, JObjectArray, JString};
+use ::jni::sys::{jint, jlong};
+use bytes::Bytes;
+
+use super::buffers::DirectBuffer;
+use super::guard::{Failure, guard};
+use super::handles::Registry;
+use super::natives::{string, strings};
+use super::options;
+use crate::storage::{FileWriter, block_on, open_storage};
+
+/// A file being written; `None` once finished or aborted.
+pub struct FileWriterHandle {
+    writer: Mutex<Option<Box<dyn FileWriter>>>,
+    /// For messages: where the file goes.
+    url: String,
+}
+
+pub static FILE_WRITERS: Registry<FileWriterHandle> = Registry::new("file writer");
+
+impl FileWriterHandle {
+    fn take(&self) -> Result<Box<dyn FileWriter>, Failure> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| Failure::IllegalState(format!("{} is already closed", self.url)))
+    }
+}
+
+/// `static native long fileCreate(String dirUri, String[] options, String name)`: starts writing
+/// the file `name` (a path relative to `dirUri`, which is opened with the storage keys of
+/// `options`, as for `open`). Returns a handle for `fileWrite` / `fileFinish` / `fileAbort`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileCreate<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    dir_uri: JString<'l>,
+    options: JObjectArray<'l>,
+    name: JString<'l>,
+) -> jlong {
+    guard(&mut env, |env| {
+        let dir_uri = string(env, &dir_uri, "dirUri")?;
+        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let name = string(env, &name, "name")?;
+        // On this Java thread, so that a Flink file-system proxy resolves its Java classes.
+        let storage = open_storage(&dir_uri, &storage_options)?;
+        let writer = block_on(storage.create(&name))?;
+        Ok(FILE_WRITERS.insert(FileWriterHandle {
+            writer: Mutex::new(Some(writer)),
+            url: format!("{}/{name}", dir_uri.trim_end_matches('/')),
+        }))
+    })
+}
+
+/// `static native void fileWrite(long file, ByteBuffer data, int offset, int length)`: appends
+/// `data[offset..offset + length]` (a direct buffer).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileWrite<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    file: jlong,
+    data: JByteBuffer<'l>,
+    offset: jint,
+    length: jint,
+) {
+    guard(&mut env, |env| {
+        let handle = FILE_WRITERS.get(file)?;
+        let buffer = DirectBuffer::of(env, &data, "data")?;
+        // SAFETY: `data` (the local reference) lives until this method returns; the bytes are
+        // copied out before it does, and nothing writes the buffer meanwhile.
+        let chunk = Bytes::copy_from_slice(unsafe { buffer.slice(offset, length, "data")? });
+        let mut writer = handle.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(writer) = writer.as_mut() else {
+            return Err(Failure::IllegalState(format!("{} is already closed", handle.url)));
+        };
+        block_on(writer.write(chunk))?;
+        Ok(())
+    })
+}
+
+/// `static native long fileFinish(long file)`: publishes the file; returns its size. The handle
+/// is closed afterwards, whether or not publishing succeeded.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileFinish<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    file: jlong,
+) -> jlong {
+    guard(&mut env, |_| {
+        let writer = FILE_WRITERS.remove(file)?.take()?;
+        Ok(block_on(writer.finish())? as jlong)
+    })
+}
+
+/// `static native void fileAbort(long file)`: drops what was written; the handle is closed. An
+/// unknown or already closed handle is a no-op, so that cleanup paths may always call it.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileAbort<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    file: jlong,
+) {
+    guard(&mut env, |_| {
+        let Ok(handle) = FILE_WRITERS.remove(file) else {
+            return Ok(());
+        };
+        if let Ok(writer) = handle.take() {
+            block_on(writer.abort())?;
+        }
+        Ok(())
+    })
+}
+
+/// `static native void fileDelete(String dirUri, String[] options, String name)`: deletes the
+/// file `name` under `dirUri`; a missing file is not an error.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    dir_uri: JString<'l>,
+    options: JObjectArray<'l>,
+    name: JString<'l>,
+) {
+    guard(&mut env, |env| {
+        let dir_uri = string(env, &dir_uri, "dirUri")?;
+        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let name = string(env, &name, "name")?;
+        let storage = open_storage(&dir_uri, &storage_options)?;
+        match block_on(storage.delete(&name)) {
+            Ok(()) | Err(crate::Error::NotFound(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    })
+}
