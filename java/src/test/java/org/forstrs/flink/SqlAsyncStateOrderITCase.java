@@ -28,7 +28,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,14 +56,19 @@ class SqlAsyncStateOrderITCase {
 
     private static final int JOINED = 1;
 
+    /**
+     * Per query tag and key: COUNT(*), SUM(x), MAX(y), MIN(y), SUM(z). Five accumulators make the
+     * accumulator row wide enough that its serialization takes a while.
+     */
     private static final String QUERY =
             "SELECT "
                     + DIRECT
-                    + " AS q, k, COUNT(*) AS c, SUM(v) AS s, MAX(v) AS m FROM orders GROUP BY k"
+                    + " AS q, k, COUNT(*), SUM(v), MAX(v), MIN(v), SUM(v % 1000)"
+                    + " FROM orders GROUP BY k"
                     + " UNION ALL SELECT "
                     + JOINED
-                    + " AS q, o.k, COUNT(*), SUM(o.v * d.w), MAX(o.v + d.w)"
-                    + " FROM orders AS o JOIN dims AS d ON o.k = d.dk GROUP BY o.k";
+                    + " AS q, o.k, COUNT(*), SUM(o.v * d.w), MAX(o.v + d.w), MIN(o.v + d.w),"
+                    + " SUM(d.w) FROM orders AS o JOIN dims AS d ON o.k = d.dk GROUP BY o.k";
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -102,22 +106,24 @@ class SqlAsyncStateOrderITCase {
             int k = keyOf(row);
             long v = valueOf(row);
             long w = weightOf(k);
-            accumulate(table, DIRECT, k, v, v);
-            accumulate(table, JOINED, k, v * w, v + w);
+            accumulate(table, DIRECT, k, v, v, v % 1000);
+            accumulate(table, JOINED, k, v * w, v + w, w);
         }
         return table;
     }
 
     private static void accumulate(
-            Map<List<Long>, List<Long>> table, int q, int k, long summand, long candidate) {
+            Map<List<Long>, List<Long>> table, int q, int k, long x, long y, long z) {
         table.merge(
                 List.of((long) q, (long) k),
-                List.of(1L, summand, candidate),
+                List.of(1L, x, y, y, z),
                 (a, b) ->
                         List.of(
                                 a.get(0) + b.get(0),
                                 a.get(1) + b.get(1),
-                                Math.max(a.get(2), b.get(2))));
+                                Math.max(a.get(2), b.get(2)),
+                                Math.min(a.get(3), b.get(3)),
+                                a.get(4) + b.get(4)));
     }
 
     private static StreamExecutionEnvironment environment(Path primary) {
@@ -203,9 +209,10 @@ class SqlAsyncStateOrderITCase {
                     List.of(
                             ((Number) row.getField(0)).longValue(),
                             ((Number) row.getField(1)).longValue());
-            List<Long> value =
-                    Arrays.asList(
-                            (Long) row.getField(2), (Long) row.getField(3), (Long) row.getField(4));
+            List<Long> value = new ArrayList<>(row.getArity() - 2);
+            for (int f = 2; f < row.getArity(); f++) {
+                value.add((Long) row.getField(f));
+            }
             List<Long> last = lastEmitted.get(key);
             switch (row.getKind()) {
                 case INSERT:
