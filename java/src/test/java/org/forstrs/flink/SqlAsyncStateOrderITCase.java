@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * SQL with async state operators ({@code table.exec.async-state.enabled}) on the ForSt-RS backend
- * with its default executor settings: a GROUP BY with COUNT, SUM and MAX straight over the input,
+ * with its default executor settings: a GROUP BY with COUNT, SUM, MAX, MIN straight over the input,
  * and the same aggregates over a regular join, repeated on fresh jobs. Each run's changelog must be
  * exact: every retraction equals the row last emitted for its key, counts go up by one per input
  * row, and the final table equals an independent computation in plain Java.
@@ -136,9 +136,9 @@ class SqlAsyncStateOrderITCase {
     }
 
     /** The query's changelog as a stream; the inputs are bounded, so the job ends. */
-    private static DataStream<Row> changelog(StreamExecutionEnvironment env) {
+    private static DataStream<Row> changelog(StreamExecutionEnvironment env, boolean asyncState) {
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
-        tEnv.getConfig().set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, true);
+        tEnv.getConfig().set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, asyncState);
         DataStream<Tuple2<Integer, Long>> orders =
                 env.fromSequence(0, ROWS - 1)
                         .map(row -> Tuple2.of(keyOf(row), valueOf(row)))
@@ -152,10 +152,14 @@ class SqlAsyncStateOrderITCase {
         return tEnv.toChangelogStream(tEnv.sqlQuery(QUERY));
     }
 
-    @Test
-    void planUsesTheAsyncStateOperators(@TempDir Path primary) {
+    /**
+     * The keyed operators of the plan: the class of the operator, or of its function for async
+     * state operators that run a user function (the group aggregation), and whether it is an async
+     * state operator.
+     */
+    private static List<String> keyedOperators(boolean asyncState, Path primary) {
         StreamExecutionEnvironment env = environment(primary);
-        changelog(env);
+        changelog(env, asyncState);
         List<String> keyed = new ArrayList<>();
         for (StreamNode node : env.getStreamGraph(false).getStreamNodes()) {
             if (node.getStateKeySerializer() == null) {
@@ -165,23 +169,31 @@ class SqlAsyncStateOrderITCase {
                     .as("keyed operator %s", node.getOperatorName())
                     .isInstanceOf(SimpleOperatorFactory.class);
             StreamOperator<?> operator = node.getOperator();
-            assertThat(operator)
-                    .as("keyed operator %s", node.getOperatorName())
-                    .isInstanceOf(AbstractAsyncStateStreamOperator.class);
-            keyed.add(
+            String name =
                     operator instanceof AbstractAsyncStateUdfStreamOperator
                             ? ((AbstractAsyncStateUdfStreamOperator<?, ?>) operator)
                                     .getUserFunction()
                                     .getClass()
                                     .getSimpleName()
-                            : operator.getClass().getSimpleName());
+                            : operator.getClass().getSimpleName();
+            keyed.add(
+                    name + (operator instanceof AbstractAsyncStateStreamOperator ? " async" : ""));
         }
+        return keyed;
+    }
+
+    @Test
+    void planUsesTheAsyncStateOperators(@TempDir Path primary) {
         // the two GROUP BYs and the join, nothing else keeps keyed state
-        assertThat(keyed)
+        assertThat(keyedOperators(true, primary))
                 .containsExactlyInAnyOrder(
-                        AsyncStateGroupAggFunction.class.getSimpleName(),
-                        AsyncStateGroupAggFunction.class.getSimpleName(),
-                        AsyncStateStreamingJoinOperator.class.getSimpleName());
+                        AsyncStateGroupAggFunction.class.getSimpleName() + " async",
+                        AsyncStateGroupAggFunction.class.getSimpleName() + " async",
+                        AsyncStateStreamingJoinOperator.class.getSimpleName() + " async");
+        // the check tells them apart: without the option the same plan has synchronous ones
+        assertThat(keyedOperators(false, primary))
+                .hasSize(3)
+                .allSatisfy(name -> assertThat(name).doesNotContain("Async"));
     }
 
     /**
@@ -317,7 +329,7 @@ class SqlAsyncStateOrderITCase {
             long started = System.nanoTime();
             try {
                 StreamExecutionEnvironment env = environment(primary.resolve(runId));
-                changelog(env).sinkTo(new CheckingSink(runId)).setParallelism(1);
+                changelog(env, true).sinkTo(new CheckingSink(runId)).setParallelism(1);
                 env.execute("sql async state order, " + runId);
             } finally {
                 CHECKS.remove(runId);
