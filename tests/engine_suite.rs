@@ -182,3 +182,44 @@ fn suite_on_latency_injected_store() {
 fn suite_on_s3_compatible_server() {
     behaviour_suite(support::fresh_s3("engine-suite"), 1000);
 }
+
+/// A key that always exists is never missed, while one writer overwrites it through tiny
+/// memtables (a flush or compaction installs a new version every few writes) and readers get it,
+/// multi_get it and scan it. Reads once took the snapshot before the super version, so a flush
+/// installed in between left only an entry newer than the snapshot and the key vanished.
+#[test]
+fn a_key_that_always_exists_is_always_found() {
+    let storage = open_storage("memory://always-found", &StorageOptions::default()).unwrap();
+    let options = DbOptions { memtable_bytes: 4 << 10, ..small_options() };
+    let db = Arc::new(Db::open_with_storage(storage, options).unwrap());
+    let cf = db.create_cf("hot").unwrap();
+    db.put(&cf, b"key", b"0").unwrap();
+    let writes_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (db, cf, done) = (db.clone(), cf.clone(), writes_done.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                // At least 1,000 rounds; then until the writer is done.
+                while reads < 1_000 || !done.load(std::sync::atomic::Ordering::Acquire) {
+                    assert!(db.get(&cf, b"key").unwrap().is_some(), "get missed the key");
+                    let got = db.multi_get(&[(&cf, b"key".as_slice())]).unwrap();
+                    assert!(got[0].is_some(), "multi_get missed the key");
+                    assert!(db.iter_prefix(&cf, b"key").unwrap().valid(), "scan missed the key");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for i in 0..100_000u32 {
+        // Values of 200 bytes: a flush every twenty writes.
+        db.put(&cf, b"key", format!("{i:0200}").as_bytes()).unwrap();
+    }
+    writes_done.store(true, std::sync::atomic::Ordering::Release);
+    for reader in readers {
+        assert!(reader.join().expect("a reader failed") >= 1_000);
+    }
+    let files: usize = db.stats().files_per_level.iter().sum();
+    assert!(files > 0, "writes went through flushes into files");
+}

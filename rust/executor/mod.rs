@@ -1,15 +1,21 @@
 //! The batch executor (FLIP-426): one AEC batch arrives as one buffer, in the format of
-//! `docs/BATCH_WIRE_FORMAT.md`. Requests are grouped by kind: every GET of the batch becomes one
-//! `multi_get` (all block reads in flight at once), scans are served in chunks, and every write
-//! goes into one atomic write batch applied after the reads.
+//! `docs/BATCH_WIRE_FORMAT.md`, and behaves as if its requests ran one by one in issue order:
+//! every read sees the batch's own earlier writes to its key (`batch_writes.rs`, `scan.rs`). Yet
+//! the reads that need the store go out as one `multi_get` (all block reads in flight at once),
+//! scans are served in chunks, and every write goes into one atomic write batch applied after the
+//! reads.
 
+mod batch_writes;
 mod families;
+mod scan;
 pub mod wire;
 
 pub use families::FamilyRegistry;
 
+use crate::Result;
 use crate::lsm::{Db, WriteBatch};
-use crate::{Error, Result};
+use batch_writes::{BatchWrites, Seen};
+use scan::BatchScan;
 use wire::{Op, Request, ResponseWriter};
 
 /// Executes one encoded batch against `db` and writes the responses into `response`.
@@ -22,22 +28,47 @@ pub fn execute_batch(
     response: &mut [u8],
 ) -> Result<i64> {
     let requests = wire::decode_requests(request, families)?;
+    let writes = BatchWrites::new(&requests)?;
     let response_len = response.len();
     let mut out = ResponseWriter::new(response, requests.len());
 
-    let gets: Vec<_> =
-        requests.iter().filter(|r| r.op == Op::Get).map(|r| (&r.cf, r.key)).collect();
-    let mut values = db.multi_get(&gets)?.into_iter();
-    let mut writes = WriteBatch::new();
-    for request in &requests {
+    // What each GET sees of the batch's earlier writes; those that need the store's value share
+    // one multi_get.
+    let seen: Vec<Option<Seen<'_>>> = requests
+        .iter()
+        .enumerate()
+        .map(|(at, r)| (r.op == Op::Get).then(|| writes.seen(r.cf.id(), r.key, at)))
+        .collect();
+    let store_reads: Vec<_> = requests
+        .iter()
+        .zip(&seen)
+        .filter(|(_, seen)| matches!(seen, Some(Seen::OnStore(_))))
+        .map(|(r, _)| (&r.cf, r.key))
+        .collect();
+    let mut store_values = db.multi_get(&store_reads)?.into_iter();
+
+    let mut batch = WriteBatch::new();
+    for (at, (request, seen)) in requests.iter().zip(seen).enumerate() {
         match request.op {
-            Op::Get => out.value(values.next().expect("one value per get").as_deref()),
-            Op::Scan { limit } => scan(db, request, limit, &mut out)?,
-            Op::PrefixExists => out.flag(db.iter_prefix(&request.cf, request.key)?.valid()),
-            Op::Put => writes.put(&request.cf, request.key, required_value(request)?),
-            Op::Merge => writes.merge(&request.cf, request.key, required_value(request)?),
-            Op::Delete => writes.delete(&request.cf, request.key),
-            Op::DeletePrefix => writes.delete_prefix(&request.cf, request.key),
+            Op::Get => {
+                let seen = seen.expect("every get was resolved");
+                let value = match seen {
+                    Seen::OnStore(_) => {
+                        let store = store_values.next().expect("one store value per store read");
+                        seen.over(store.as_deref())
+                    }
+                    Seen::Decided(value) => value,
+                };
+                out.value(value.as_deref());
+            }
+            Op::Scan { limit } => scan(db, &writes, request, at, limit, &mut out)?,
+            Op::PrefixExists => {
+                out.flag(BatchScan::new(db, &writes, request, at)?.next(|_, _| {})?)
+            }
+            Op::Put => batch.put(&request.cf, request.key, value_of(request)),
+            Op::Merge => batch.merge(&request.cf, request.key, value_of(request)),
+            Op::Delete => batch.delete(&request.cf, request.key),
+            Op::DeletePrefix => batch.delete_prefix(&request.cf, request.key),
         }
     }
 
@@ -45,31 +76,32 @@ pub fn execute_batch(
     if written > response_len {
         return Ok(-(written as i64));
     }
-    db.write(&writes)?;
+    db.write(&batch)?;
     Ok(written as i64)
 }
 
-fn required_value<'a>(request: &Request<'a>) -> Result<&'a [u8]> {
-    request.value.ok_or_else(|| Error::invalid(format!("{:?} request without a value", request.op)))
+/// The value of a put or merge (`BatchWrites::new` refused requests without one).
+fn value_of<'a>(request: &Request<'a>) -> &'a [u8] {
+    request.value.expect("writes were checked for values")
 }
 
 /// One chunk of a prefix scan, resuming after `request.value` if given.
-fn scan(db: &Db, request: &Request<'_>, limit: u32, out: &mut ResponseWriter<'_>) -> Result<()> {
-    let mut it = db.iter_prefix(&request.cf, request.key)?;
-    if let Some(resume_after) = request.value {
-        it.seek(resume_after)?;
-        if it.valid() && it.key() == resume_after {
-            it.advance()?;
-        }
-    }
+fn scan(
+    db: &Db,
+    writes: &BatchWrites<'_>,
+    request: &Request<'_>,
+    at: usize,
+    limit: u32,
+    out: &mut ResponseWriter<'_>,
+) -> Result<()> {
+    let mut entries = BatchScan::new(db, writes, request, at)?;
     let count_at = out.begin_scan();
-    let mut entries = 0;
-    while it.valid() && entries < limit {
-        out.scan_entry(it.key(), it.value());
-        entries += 1;
-        it.advance()?;
+    let mut count = 0;
+    while count < limit && entries.next(|key, value| out.scan_entry(key, value))? {
+        count += 1;
     }
-    out.end_scan(count_at, entries, it.valid());
+    let has_more = count == limit && entries.next(|_, _| {})?;
+    out.end_scan(count_at, count, has_more);
     Ok(())
 }
 

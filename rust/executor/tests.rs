@@ -1,5 +1,6 @@
 use super::wire::{Op, RequestEncoder, Response, decode_responses};
 use super::*;
+use crate::Error;
 use crate::lsm::DbOptions;
 use crate::storage::{StorageOptions, open_storage};
 
@@ -21,44 +22,63 @@ fn run(db: &Db, families: &FamilyRegistry, enc: &RequestEncoder, ops: &[Op]) -> 
 }
 
 #[test]
-fn reads_see_the_state_before_the_batch_and_writes_land_together() {
-    let (db, families, values, maps) = open("basic");
-    let mut enc = RequestEncoder::new();
-    let ops = [Op::Put, Op::Merge, Op::Merge, Op::Put, Op::Get];
-    enc.push(ops[0], values, b"a", Some(b"1"))
-        .push(ops[1], values, b"list", Some(b"x"))
-        .push(ops[2], values, b"list", Some(b"y"))
-        .push(ops[3], maps, b"m\x00k1", Some(b"v1"))
-        .push(ops[4], values, b"a", None);
-    let r = run(&db, &families, &enc, &ops);
-    assert_eq!(r[4], Response::Value(None), "a read does not see writes of its own batch");
+fn a_batch_behaves_like_its_requests_one_by_one() {
+    let (db, families, values, maps) = open("in-order");
+    let vals = families.get(values).unwrap();
+    db.put(&vals, b"stored", b"s").unwrap();
+    db.put(&vals, b"list", b"a").unwrap();
+    db.put(&families.get(maps).unwrap(), b"m\x00old", b"o").unwrap();
 
     let mut enc = RequestEncoder::new();
     let ops = [
-        Op::Get,
-        Op::Get,
-        Op::Get,
-        Op::PrefixExists,
-        Op::PrefixExists,
-        Op::Delete,
-        Op::DeletePrefix,
+        Op::Get,                // 0: stored, before any write
+        Op::Put,                // 1: stored := t
+        Op::Get,                // 2: sees t
+        Op::Merge,              // 3: list += b (store base "a")
+        Op::Get,                // 4: a,b
+        Op::Delete,             // 5: stored deleted
+        Op::Merge,              // 6: stored += x after the delete
+        Op::Get,                // 7: x
+        Op::PrefixExists,       // 8: map m has "old"
+        Op::DeletePrefix,       // 9: clear m
+        Op::PrefixExists,       // 10: empty now
+        Op::Put,                // 11: m/new
+        Op::Scan { limit: 10 }, // 12: only m/new
+        Op::Get,                // 13: m/old is gone
     ];
-    enc.push(ops[0], values, b"a", None)
-        .push(ops[1], values, b"list", None)
-        .push(ops[2], values, b"missing", None)
-        .push(ops[3], maps, b"m\x00", None)
-        .push(ops[4], maps, b"n\x00", None)
-        .push(ops[5], values, b"a", None)
-        .push(ops[6], maps, b"m\x00", None);
+    enc.push(ops[0], values, b"stored", None)
+        .push(ops[1], values, b"stored", Some(b"t"))
+        .push(ops[2], values, b"stored", None)
+        .push(ops[3], values, b"list", Some(b"b"))
+        .push(ops[4], values, b"list", None)
+        .push(ops[5], values, b"stored", None)
+        .push(ops[6], values, b"stored", Some(b"x"))
+        .push(ops[7], values, b"stored", None)
+        .push(ops[8], maps, b"m\x00", None)
+        .push(ops[9], maps, b"m\x00", None)
+        .push(ops[10], maps, b"m\x00", None)
+        .push(ops[11], maps, b"m\x00new", Some(b"n"))
+        .push(ops[12], maps, b"m\x00", None)
+        .push(ops[13], maps, b"m\x00old", None);
     let r = run(&db, &families, &enc, &ops);
-    assert_eq!(r[0], Response::Value(Some(b"1".to_vec())));
-    assert_eq!(r[1], Response::Value(Some(b"x,y".to_vec())));
-    assert_eq!(r[2], Response::Value(None));
-    assert_eq!(r[3], Response::Exists(true));
-    assert_eq!(r[4], Response::Exists(false));
-    let vals = db.cf("values").unwrap();
-    assert_eq!(db.get(&vals, b"a").unwrap(), None);
-    assert!(!db.iter_prefix(&db.cf("maps").unwrap(), b"m\x00").unwrap().valid());
+    let value = |v: &[u8]| Response::Value(Some(v.to_vec()));
+    assert_eq!(r[0], value(b"s"));
+    assert_eq!(r[2], value(b"t"));
+    assert_eq!(r[4], value(b"a,b"));
+    assert_eq!(r[7], value(b"x"));
+    assert_eq!(r[8], Response::Exists(true));
+    assert_eq!(r[10], Response::Exists(false));
+    let entries = vec![(b"m\x00new".to_vec(), b"n".to_vec())];
+    assert_eq!(r[12], Response::Scan { entries, has_more: false });
+    assert_eq!(r[13], Response::Value(None));
+
+    // The store holds what running the requests one by one leaves.
+    assert_eq!(db.get(&vals, b"stored").unwrap().unwrap(), "x");
+    assert_eq!(db.get(&vals, b"list").unwrap().unwrap(), "a,b");
+    let mut it = db.iter_prefix(&families.get(maps).unwrap(), b"m\x00").unwrap();
+    assert_eq!(it.key(), b"m\x00new");
+    it.advance().unwrap();
+    assert!(!it.valid());
 }
 
 #[test]
@@ -141,4 +161,153 @@ fn malformed_batches_are_refused_without_side_effects() {
     }
     assert_eq!(db.get(&families.get(values).unwrap(), b"k").unwrap(), None, "nothing applied");
     assert!(execute_batch(&db, &families, &good, &mut response).unwrap() > 0);
+}
+
+/// op, family id, key, value
+type TestRequest = (Op, u32, Vec<u8>, Option<Vec<u8>>);
+
+/// The sequential meaning of a request sequence: what each read returns when requests run one by
+/// one. Keys are (family, key).
+#[derive(Default)]
+struct Model {
+    entries: std::collections::BTreeMap<(u32, Vec<u8>), Vec<u8>>,
+}
+
+impl Model {
+    fn apply(&mut self, op: Op, cf: u32, key: &[u8], value: Option<&[u8]>) -> Response {
+        let k = (cf, key.to_vec());
+        match op {
+            Op::Get => Response::Value(self.entries.get(&k).cloned()),
+            Op::Put => {
+                self.entries.insert(k, value.unwrap().to_vec());
+                Response::Written
+            }
+            Op::Merge => {
+                let merged = crate::lsm::merge::merge_values(
+                    self.entries.get(&k).map(Vec::as_slice),
+                    &[value.unwrap()],
+                );
+                self.entries.insert(k, merged.to_vec());
+                Response::Written
+            }
+            Op::Delete => {
+                self.entries.remove(&k);
+                Response::Written
+            }
+            Op::DeletePrefix => {
+                self.entries.retain(|(c, k), _| *c != cf || !k.starts_with(key));
+                Response::Written
+            }
+            Op::PrefixExists => Response::Exists(self.under(cf, key, None).next().is_some()),
+            Op::Scan { limit } => {
+                let mut all = self.under(cf, key, value);
+                let entries: Vec<_> = all.by_ref().take(limit as usize).collect();
+                Response::Scan { has_more: all.next().is_some(), entries }
+            }
+        }
+    }
+
+    fn under<'m>(
+        &'m self,
+        cf: u32,
+        prefix: &'m [u8],
+        after: Option<&'m [u8]>,
+    ) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + 'm {
+        self.entries
+            .iter()
+            .filter(move |((c, k), _)| {
+                *c == cf && k.starts_with(prefix) && after.is_none_or(|a| k.as_slice() > a)
+            })
+            .map(|((_, k), v)| (k.clone(), v.clone()))
+    }
+}
+
+/// Random requests over a few keys and map prefixes, cut into batches at random points, some
+/// flushed to files in between: every response and the final store equal running the requests
+/// one by one. The seed is printed on failure; replay one with FORST_ORDER_SEED.
+#[test]
+fn random_batches_equal_sequential_execution() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    let seeds: Vec<u64> = match std::env::var("FORST_ORDER_SEED") {
+        Ok(seed) => vec![seed.parse().expect("FORST_ORDER_SEED is a number")],
+        Err(_) => (0..200).map(|_| rand::random()).collect(),
+    };
+    for seed in seeds {
+        let outcome = std::panic::catch_unwind(|| random_batches(seed));
+        assert!(outcome.is_ok(), "failed with seed {seed} (replay with FORST_ORDER_SEED={seed})");
+    }
+
+    fn random_batches(seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let (db, families, values, maps) = open(&format!("random-{seed}"));
+        let mut model = Model::default();
+        let key = |rng: &mut StdRng, cf: u32| -> Vec<u8> {
+            if cf == values {
+                format!("k{}", rng.random_range(0..4)).into_bytes()
+            } else {
+                format!("m{}\x00{}", rng.random_range(0..3), rng.random_range(0..5)).into_bytes()
+            }
+        };
+        let prefix = |rng: &mut StdRng| format!("m{}\x00", rng.random_range(0..3)).into_bytes();
+        let mut pending: Vec<TestRequest> = Vec::new();
+        for step in 0..400 {
+            let cf = if rng.random_bool(0.5) { values } else { maps };
+            let request = match rng.random_range(0..9) {
+                0 | 1 => (Op::Get, cf, key(&mut rng, cf), None),
+                2 => (Op::Put, cf, key(&mut rng, cf), Some(format!("v{step}").into_bytes())),
+                3 => (Op::Merge, cf, key(&mut rng, cf), Some(format!("e{step}").into_bytes())),
+                4 => (Op::Delete, cf, key(&mut rng, cf), None),
+                5 => (Op::DeletePrefix, maps, prefix(&mut rng), None),
+                6 => (Op::PrefixExists, maps, prefix(&mut rng), None),
+                _ => {
+                    let p = prefix(&mut rng);
+                    let resume = rng.random_bool(0.3).then(|| {
+                        [&p[..], format!("{}", rng.random_range(0..5)).as_bytes()].concat()
+                    });
+                    (Op::Scan { limit: rng.random_range(1..4) }, maps, p, resume)
+                }
+            };
+            pending.push(request);
+            if rng.random_bool(0.15) {
+                run_and_compare(&db, &families, &mut model, &std::mem::take(&mut pending));
+                if rng.random_bool(0.2) {
+                    db.flush().unwrap();
+                }
+            }
+        }
+        run_and_compare(&db, &families, &mut model, &pending);
+        for ((cf, key), value) in &model.entries {
+            let family = families.get(*cf).unwrap();
+            assert_eq!(db.get(&family, key).unwrap().as_deref(), Some(value.as_slice()));
+        }
+        for cf in [values, maps] {
+            let mut it = db.iter(&families.get(cf).unwrap(), None, None).unwrap();
+            let mut count = 0;
+            while it.valid() {
+                count += 1;
+                it.advance().unwrap();
+            }
+            assert_eq!(count, model.under(cf, b"", None).count(), "entries left in family {cf}");
+        }
+    }
+
+    fn run_and_compare(
+        db: &Db,
+        families: &FamilyRegistry,
+        model: &mut Model,
+        batch: &[TestRequest],
+    ) {
+        let mut enc = RequestEncoder::new();
+        for (op, cf, key, value) in batch {
+            enc.push(*op, *cf, key, value.as_deref());
+        }
+        let ops: Vec<Op> = batch.iter().map(|r| r.0).collect();
+        let actual = run(db, families, &enc, &ops);
+        for (i, (op, cf, key, value)) in batch.iter().enumerate() {
+            let expected = model.apply(*op, *cf, key, value.as_deref());
+            assert_eq!(actual[i], expected, "request {i} of {}: {op:?} {key:?}", batch.len());
+        }
+    }
 }

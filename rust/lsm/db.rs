@@ -583,9 +583,15 @@ fn spawn_worker(name: &str, inner: &Arc<DbInner>, body: fn(&DbInner)) -> JoinHan
         .expect("cannot spawn a background thread")
 }
 
-/// Used by the read path to get a consistent (snapshot, super version) pair: the snapshot is read
-/// first, so everything it covers is in the super version taken after it.
+/// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
+/// taken first: every entry of its files was visible when they were installed, so the snapshot
+/// read after it covers them all. (Snapshot first would let a flush or compaction installed in
+/// between collapse a key to an entry newer than the snapshot, and the read would miss the key.)
+/// Writes published after the super version was taken land in its memtable (all of a batch, as
+/// the snapshot covers whole batches) or in a newer one it does not hold (none of that batch):
+/// either way the reader sees a prefix of the writes, and every write finished before the read
+/// started.
 pub(crate) fn read_view(inner: &DbInner) -> (SeqNo, Arc<SuperVersion>) {
-    let snapshot = inner.visible_seq();
-    (snapshot, inner.current())
+    let sv = inner.current();
+    (inner.visible_seq(), sv)
 }

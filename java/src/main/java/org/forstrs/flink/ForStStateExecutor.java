@@ -27,9 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * multi-get and all writes as one atomic write batch, and each request's future is completed from
  * the one response buffer (grown and retried when too small; the native side applies nothing then).
  *
- * <p>Batches run on the executor's own threads ({@code executor.batch-threads}), or on the calling
- * task thread ({@code executor.inline-coordinator}). Requests of concurrent batches never share a
- * key: Flink lets one record per key be in flight.
+ * <p>Requests of one key take effect in the order they were issued: within a batch the native side
+ * answers each read with the batch's earlier writes applied (docs/BATCH_WIRE_FORMAT.md); across
+ * batches, which run on the executor's own threads ({@code executor.batch-threads}), {@link
+ * BatchOrder} starts a batch only after the earlier batches sharing one of its keys. With {@code
+ * executor.inline-coordinator} batches run one after another on the calling task thread.
  */
 final class ForStStateExecutor implements StateExecutor {
 
@@ -44,6 +46,7 @@ final class ForStStateExecutor implements StateExecutor {
     private final int maxInFlight;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<Buffers> idleBuffers = new ConcurrentLinkedQueue<>();
+    private final BatchOrder order = new BatchOrder();
     private volatile boolean shutdown;
 
     /** Batches run and requests in them (including single sync requests). */
@@ -119,31 +122,59 @@ final class ForStStateExecutor implements StateExecutor {
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
         inFlight.incrementAndGet();
+        BatchOrder.Ticket ticket = order.register(requests);
+        Runnable batch =
+                () -> {
+                    try {
+                        run(requests);
+                        done.complete(null);
+                    } catch (Throwable t) {
+                        done.completeExceptionally(t);
+                    } finally {
+                        inFlight.decrementAndGet();
+                        order.finish(ticket);
+                    }
+                };
+        if (ticket.predecessorsFinished.isDone()) {
+            submit(batch, requests, ticket, done);
+        } else {
+            ticket.predecessorsFinished.whenComplete(
+                    (ignored, failure) -> submit(batch, requests, ticket, done));
+        }
+        return done;
+    }
+
+    private void submit(
+            Runnable batch,
+            List<StateRequest<?, ?, ?, ?>> requests,
+            BatchOrder.Ticket ticket,
+            CompletableFuture<Void> done) {
         try {
-            threads.execute(
-                    () -> {
-                        try {
-                            run(requests);
-                            done.complete(null);
-                        } catch (Throwable t) {
-                            done.completeExceptionally(t);
-                        } finally {
-                            inFlight.decrementAndGet();
-                        }
-                    });
+            threads.execute(batch);
         } catch (RejectedExecutionException e) {
             inFlight.decrementAndGet();
+            order.finish(ticket);
             IllegalStateException error =
                     new IllegalStateException("ForSt-RS state executor is shut down", e);
             failAll(requests, 0, error);
             done.completeExceptionally(error);
         }
-        return done;
     }
 
     @Override
     public void executeRequestSync(StateRequest<?, ?, ?, ?> request) {
-        run(Collections.singletonList(request));
+        List<StateRequest<?, ?, ?, ?>> requests = Collections.singletonList(request);
+        if (threads == null) {
+            run(requests);
+            return;
+        }
+        BatchOrder.Ticket ticket = order.register(requests);
+        try {
+            ticket.predecessorsFinished.join();
+            run(requests);
+        } finally {
+            order.finish(ticket);
+        }
     }
 
     @Override

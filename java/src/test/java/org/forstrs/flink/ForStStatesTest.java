@@ -6,7 +6,6 @@ import org.apache.flink.api.common.state.v2.StateIterator;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
-import org.apache.flink.core.asyncprocessing.AsyncFutureImpl;
 import org.apache.flink.core.asyncprocessing.InternalAsyncFuture;
 import org.apache.flink.runtime.asyncprocessing.EpochManager;
 import org.apache.flink.runtime.asyncprocessing.RecordContext;
@@ -80,16 +79,7 @@ class ForStStatesTest {
 
         <IN, OUT> StateRequest<String, ?, IN, OUT> request(
                 State state, StateRequestType type, @Nullable IN payload) {
-            InternalAsyncFuture<OUT> future =
-                    new AsyncFutureImpl<>(
-                            task -> {
-                                try {
-                                    task.run();
-                                } catch (Exception e) {
-                                    throw new RuntimeException(e);
-                                }
-                            },
-                            (message, t) -> errors.add(t));
+            InternalAsyncFuture<OUT> future = DirectFutures.recordingFailures(errors);
             return new StateRequest<>(state, type, false, payload, future, current);
         }
 
