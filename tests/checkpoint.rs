@@ -137,17 +137,25 @@ fn checkpoint_under_concurrent_flush_and_compaction_restores_exactly() {
     // The synchronous phase, on the writing thread, between two writes (as Flink's task thread).
     let checkpoint = writer.db.checkpoint().unwrap();
     let at_checkpoint = writer.model.clone();
-    // Writes continue (memtables fill, flush and compaction run) while the async phase runs.
+    // Writes continue (memtables fill, flush and compaction run) while the async phase runs. The
+    // async phase starts once 2,000 writes followed the checkpoint, however threads are scheduled,
+    // and the writer goes on until it ends.
     let done = Arc::new(AtomicBool::new(false));
+    let (started, writes_followed) = std::sync::mpsc::channel();
     let background = {
         let done = done.clone();
         std::thread::spawn(move || {
+            for _ in 0..2_000 {
+                writer.step();
+            }
+            started.send(()).unwrap();
             while !done.load(Ordering::Relaxed) {
                 writer.step();
             }
             writer
         })
     };
+    writes_followed.recv().unwrap();
     let source = complete(checkpoint, &tmp.path().join("chk-1"), all);
     done.store(true, Ordering::Relaxed);
     let writer = background.join().unwrap();

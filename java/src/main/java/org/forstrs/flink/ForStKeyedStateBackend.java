@@ -8,8 +8,6 @@ import org.apache.flink.api.common.state.v2.State;
 import org.apache.flink.api.common.state.v2.StateDescriptor;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.core.fs.CloseableRegistry;
-import org.apache.flink.core.fs.FileSystem;
-import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.asyncprocessing.StateExecutor;
 import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
@@ -35,7 +33,6 @@ import org.apache.flink.runtime.state.v2.RegisteredKeyAndUserKeyValueStateBacken
 import org.apache.flink.runtime.state.v2.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.v2.internal.InternalKeyedState;
 import org.apache.flink.runtime.state.v2.ttl.TtlStateFactory;
-import org.apache.flink.util.FileUtils;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.IOUtils;
 import org.apache.flink.util.StateMigrationException;
@@ -45,11 +42,7 @@ import org.slf4j.LoggerFactory;
 
 import javax.annotation.Nonnull;
 
-import java.io.File;
 import java.io.IOException;
-import java.net.URI;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -164,11 +157,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String[] nativeOptions,
             int executorThreads)
             throws Exception {
-        deleteDirectory(dbUri);
-        File local = localDirectory(dbUri);
-        if (local != null) {
-            Files.createDirectories(local.toPath());
-        }
+        DbDirectory.prepare(dbUri);
         ForStRestoreOperation.Restored<K> restored;
         if (parameters.getStateHandles().isEmpty()) {
             restored =
@@ -194,7 +183,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             } catch (Throwable t) {
                 // No backend owns the half-built directory; the next attempt uses another one.
                 try {
-                    deleteDirectory(dbUri);
+                    DbDirectory.remove(dbUri);
                 } catch (Throwable cleanup) {
                     t.addSuppressed(cleanup);
                 }
@@ -509,7 +498,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 LOG.warn("Closing the ForSt-RS database at {} failed", dbUri, t);
             }
             try {
-                deleteDirectory(dbUri);
+                DbDirectory.remove(dbUri);
             } catch (Throwable t) {
                 LOG.warn("Could not delete the ForSt-RS database at {}", dbUri, t);
             }
@@ -526,48 +515,6 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     boolean isDisposed() {
         synchronized (lock) {
             return disposed;
-        }
-    }
-
-    /** The local directory of a {@code file://} URI; null for other schemes. */
-    static File localDirectory(String uri) {
-        URI parsed = URI.create(uri);
-        return "file".equals(parsed.getScheme()) ? new File(parsed.getPath()) : null;
-    }
-
-    /**
-     * Deletes the DB directory, then its parents up to the job directory if they are left empty.
-     */
-    static void deleteDirectory(String uri) throws IOException {
-        File local = localDirectory(uri);
-        if (local != null) {
-            FileUtils.deleteDirectory(local);
-            File parent = local.getParentFile();
-            for (int i = 0; i < 2 && parent != null; i++) {
-                try {
-                    Files.deleteIfExists(parent.toPath());
-                } catch (DirectoryNotEmptyException e) {
-                    break;
-                }
-                parent = parent.getParentFile();
-            }
-            return;
-        }
-        // Other schemes through Flink's file systems, if Flink has one for the scheme (the native
-        // side may reach storage Flink has no plugin for, e.g. s3:// without flink-s3-fs-*).
-        Path path = new Path(uri);
-        FileSystem fs;
-        try {
-            fs = path.getFileSystem();
-        } catch (IOException e) {
-            LOG.warn(
-                    "Cannot delete {}: no Flink file system for its scheme ({})",
-                    uri,
-                    e.toString());
-            return;
-        }
-        if (fs.exists(path)) {
-            fs.delete(path, true);
         }
     }
 }

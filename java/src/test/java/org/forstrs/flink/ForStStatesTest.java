@@ -422,17 +422,4 @@ class ForStStatesTest {
         handler.handleRequest(value, StateRequestType.VALUE_GET, null);
         assertThat(handler.errors).singleElement().isInstanceOf(IllegalStateException.class);
     }
-
-    @Test
-    void workingDirectoriesAreDeletedWithEmptyParents() throws Exception {
-        java.nio.file.Path db = dir.resolve("job/op_x/subtask_0_attempt_0");
-        java.nio.file.Files.createDirectories(db);
-        java.nio.file.Files.writeString(db.resolve("MANIFEST-1"), "x");
-        java.nio.file.Files.writeString(dir.resolve("other"), "kept");
-        ForStKeyedStateBackend.deleteDirectory(db.toUri().toString());
-        assertThat(dir.resolve("job")).doesNotExist();
-        assertThat(dir.resolve("other")).exists();
-        // schemes without a Flink file system (the native side may still reach them) are skipped
-        ForStKeyedStateBackend.deleteDirectory("memory://forst-rs-test/x");
-    }
 }
