@@ -23,12 +23,16 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
     private final int cf;
     private final KeySerde<K, N> keys;
 
+    /** Per executor thread: batches run concurrently and serializers may keep scratch state. */
+    private final ThreadLocal<TypeSerializer<V>> elementSerializer;
+
     ForStListState(
             StateRequestHandler handler,
             TypeSerializer<V> elementSerializer,
             int cf,
             KeySerde<K, N> keys) {
         super(handler, elementSerializer);
+        this.elementSerializer = ThreadLocal.withInitial(elementSerializer::duplicate);
         this.cf = cf;
         this.keys = keys;
     }
@@ -49,7 +53,7 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
                         BatchEncoder.MERGE,
                         cf,
                         key,
-                        ValueSerde.serialize(getValueSerializer(), value));
+                        ValueSerde.serialize(elementSerializer.get(), value));
                 break;
             case LIST_UPDATE:
                 {
@@ -61,7 +65,7 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
                                 BatchEncoder.PUT,
                                 cf,
                                 key,
-                                ValueSerde.serializeList(getValueSerializer(), values));
+                                ValueSerde.serializeList(elementSerializer.get(), values));
                     }
                     break;
                 }
@@ -73,7 +77,7 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
                                 BatchEncoder.MERGE,
                                 cf,
                                 key,
-                                ValueSerde.serializeList(getValueSerializer(), values));
+                                ValueSerde.serializeList(elementSerializer.get(), values));
                     }
                     break;
                 }
@@ -101,7 +105,7 @@ final class ForStListState<K, N, V> extends AbstractListState<K, N, V> implement
                                 getStateRequestHandler(),
                                 bytes == null
                                         ? Collections.<V>emptyList()
-                                        : ValueSerde.deserializeList(getValueSerializer(), bytes),
+                                        : ValueSerde.deserializeList(elementSerializer.get(), bytes),
                                 null));
     }
 

@@ -30,7 +30,10 @@ final class ForStMapState<K, N, UK, UV> extends AbstractMapState<K, N, UK, UV>
 
     private final int cf;
     private final KeySerde<K, N> keys;
+    /** Per executor thread: batches run concurrently and serializers may keep scratch state. */
     private final ThreadLocal<TypeSerializer<UK>> userKeySerializer;
+
+    private final ThreadLocal<TypeSerializer<UV>> valueSerializer;
 
     /** Where an iteration stands: the ITERATOR_LOADING payload. */
     static final class Cursor {
@@ -52,6 +55,7 @@ final class ForStMapState<K, N, UK, UV> extends AbstractMapState<K, N, UK, UV>
             int cf,
             KeySerde<K, N> keys) {
         super(handler, valueSerializer);
+        this.valueSerializer = ThreadLocal.withInitial(valueSerializer::duplicate);
         this.cf = cf;
         this.keys = keys;
         this.userKeySerializer = ThreadLocal.withInitial(userKeySerializer::duplicate);
@@ -72,14 +76,14 @@ final class ForStMapState<K, N, UK, UV> extends AbstractMapState<K, N, UK, UV>
         DataOutputSerializer out = ValueSerde.output();
         out.writeBoolean(value == null);
         if (value != null) {
-            getValueSerializer().serialize(value, out);
+            valueSerializer.get().serialize(value, out);
         }
         return out.getCopyOfBuffer();
     }
 
     private UV readValue(byte[] bytes) throws IOException {
         DataInputDeserializer in = new DataInputDeserializer(bytes);
-        return in.readBoolean() ? null : getValueSerializer().deserialize(in);
+        return in.readBoolean() ? null : valueSerializer.get().deserialize(in);
     }
 
     private UK readUserKey(byte[] key, int prefixLength) throws IOException {

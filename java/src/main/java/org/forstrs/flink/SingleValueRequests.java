@@ -12,12 +12,16 @@ import java.io.IOException;
  * aggregating state (the latter two reduce or aggregate on the Java side, then store the result).
  * A get reads the value; a put of null or a clear deletes it. The states extend different Flink
  * base classes, so they share this instead of a superclass.
+ *
+ * <p>Batches of one state run on several executor threads at once, and serializers may keep
+ * mutable scratch objects (Flink's {@code RowDataSerializer} reuses one row and writer), so each
+ * thread serializes and deserializes with its own duplicate.
  */
 final class SingleValueRequests<K, N, V> {
 
     private final int cf;
     private final KeySerde<K, N> keys;
-    private final TypeSerializer<V> serializer;
+    private final ThreadLocal<TypeSerializer<V>> serializer;
     private final StateRequestType getType;
     private final StateRequestType putType;
 
@@ -29,7 +33,7 @@ final class SingleValueRequests<K, N, V> {
             StateRequestType putType) {
         this.cf = cf;
         this.keys = keys;
-        this.serializer = serializer;
+        this.serializer = ThreadLocal.withInitial(serializer::duplicate);
         this.getType = getType;
         this.putType = putType;
     }
@@ -46,7 +50,7 @@ final class SingleValueRequests<K, N, V> {
             } else {
                 // Serialized into a per-thread buffer the encoder copies: no byte[] per value.
                 DataOutputSerializer out = ValueSerde.output();
-                serializer.serialize(value, out);
+                serializer.get().serialize(value, out);
                 enc.op(
                         BatchEncoder.PUT,
                         cf,
@@ -71,6 +75,6 @@ final class SingleValueRequests<K, N, V> {
         }
         byte[] bytes = dec.readOptionalBytes();
         ValueSerde.completeWith(
-                request, () -> bytes == null ? null : ValueSerde.deserialize(serializer, bytes));
+                request, () -> bytes == null ? null : ValueSerde.deserialize(serializer.get(), bytes));
     }
 }

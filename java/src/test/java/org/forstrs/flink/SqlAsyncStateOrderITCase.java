@@ -22,7 +22,6 @@ import org.apache.flink.table.runtime.operators.join.stream.asyncprocessing.Asyn
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.types.Row;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -319,12 +318,6 @@ class SqlAsyncStateOrderITCase {
     }
 
     @Test
-    @Disabled(
-            "Fails on main c9044e9 in 6 to 7 of 10 runs: the batch threads share one value"
-                    + " serializer per state, and Flink's RowDataSerializer (the accumulator row)"
-                    + " serializes through reused buffers, so concurrent batches mix rows. Enable"
-                    + " with per-thread serializers (duplicate()) for values; 10 of 10 runs exact"
-                    + " with that change in SingleValueRequests.")
     void everyRunIsExact(@TempDir Path primary) throws Exception {
         Map<List<Long>, List<Long>> expected = expectedTable();
         assertThat(expected).hasSize(2 * KEYS);
