@@ -71,7 +71,7 @@ final class BatchOrder {
         return ticket;
     }
 
-    /** Marks the batch of {@code ticket} finished and lets its successors run. */
+    /** Marks the batch of {@code ticket} finished and lets its successors run; idempotent. */
     void finish(Ticket ticket) {
         synchronized (this) {
             for (Object key : ticket.keys) {

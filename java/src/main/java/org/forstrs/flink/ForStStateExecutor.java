@@ -7,6 +7,8 @@ import org.apache.flink.runtime.asyncprocessing.StateRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.annotation.Nullable;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -117,7 +119,7 @@ final class ForStStateExecutor implements StateExecutor {
             AsyncRequestContainer<StateRequest<?, ?, ?, ?>> container) {
         List<StateRequest<?, ?, ?, ?>> requests = ((Batch) container).requests;
         if (threads == null) {
-            run(requests);
+            run(requests, null);
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
@@ -126,7 +128,7 @@ final class ForStStateExecutor implements StateExecutor {
         Runnable batch =
                 () -> {
                     try {
-                        run(requests);
+                        run(requests, ticket);
                         done.complete(null);
                     } catch (Throwable t) {
                         done.completeExceptionally(t);
@@ -135,12 +137,9 @@ final class ForStStateExecutor implements StateExecutor {
                         order.finish(ticket);
                     }
                 };
-        if (ticket.predecessorsFinished.isDone()) {
-            submit(batch, requests, ticket, done);
-        } else {
-            ticket.predecessorsFinished.whenComplete(
-                    (ignored, failure) -> submit(batch, requests, ticket, done));
-        }
+        // at once if no earlier batch shares a key, else on the thread that finishes the last one
+        ticket.predecessorsFinished.whenComplete(
+                (ignored, failure) -> submit(batch, requests, ticket, done));
         return done;
     }
 
@@ -165,13 +164,13 @@ final class ForStStateExecutor implements StateExecutor {
     public void executeRequestSync(StateRequest<?, ?, ?, ?> request) {
         List<StateRequest<?, ?, ?, ?>> requests = Collections.singletonList(request);
         if (threads == null) {
-            run(requests);
+            run(requests, null);
             return;
         }
         BatchOrder.Ticket ticket = order.register(requests);
         try {
             ticket.predecessorsFinished.join();
-            run(requests);
+            run(requests, ticket);
         } finally {
             order.finish(ticket);
         }
@@ -210,8 +209,15 @@ final class ForStStateExecutor implements StateExecutor {
         return shutdown;
     }
 
-    /** Runs one batch; never throws: every request's future is completed one way or the other. */
-    private void run(List<StateRequest<?, ?, ?, ?>> requests) {
+    /**
+     * Runs one batch; never throws: every request's future is completed one way or the other. The
+     * batch's {@code ticket} (if ordered) is finished as soon as the native call returned, before
+     * any future completes: its reads are answered and its writes applied, and the callbacks of
+     * its requests may at once issue requests of the same keys in a new batch, which need not
+     * wait for this one to complete its futures.
+     */
+    private void run(
+            List<StateRequest<?, ?, ?, ?>> requests, @Nullable BatchOrder.Ticket ticket) {
         batches.incrementAndGet();
         requestsRun.addAndGet(requests.size());
         Buffers buffers = idleBuffers.poll();
@@ -255,6 +261,9 @@ final class ForStStateExecutor implements StateExecutor {
                                     + " bytes after growing the buffer to "
                                     + buffers.response.capacity());
                 }
+            }
+            if (ticket != null) {
+                order.finish(ticket);
             }
             BatchDecoder dec = new BatchDecoder(buffers.response, (int) written, count);
             for (StateRequest<?, ?, ?, ?> request : encoded) {

@@ -10,11 +10,13 @@ import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
 import org.apache.flink.runtime.state.internal.InternalKvState;
 import org.apache.flink.runtime.state.ttl.TtlAwareSerializer;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.ValueSerde;
 
 import java.io.IOException;
+import java.util.Collection;
 
 /**
  * What every synchronous state shares: its column family, serializers and current namespace,
@@ -167,6 +169,47 @@ abstract class AbstractForStSyncState<K, N, V> implements InternalKvState<K, N, 
                     priorTtlAware, () -> priorTtlAware.deserialize(in), out, ttlTimeProvider);
         } catch (Exception e) {
             throw new StateMigrationException("Could not migrate a value of the state", e);
+        }
+    }
+
+    /** Combines two stored values of the state (reduce or accumulator merge). */
+    interface Combiner<V> {
+        V combine(V a, V b) throws Exception;
+    }
+
+    /**
+     * Moves the values of the {@code sources} namespaces into the {@code target}'s, combined with
+     * {@code combiner}: the sources are cleared (merging windows of reducing and aggregating state).
+     */
+    void mergeValues(N target, Collection<N> sources, Combiner<V> combiner) {
+        if (sources == null || sources.isEmpty()) {
+            return;
+        }
+        try {
+            V merged = null;
+            for (N source : sources) {
+                if (source == null) {
+                    continue;
+                }
+                byte[] sourceKey = keyIn(source);
+                byte[] bytes = access.get(cf, sourceKey);
+                if (bytes != null) {
+                    access.delete(cf, sourceKey);
+                    V value = deserialize(valueSerializer, bytes);
+                    merged = merged == null ? value : combiner.combine(merged, value);
+                }
+            }
+            if (merged != null) {
+                byte[] targetKey = keyIn(target);
+                byte[] bytes = access.get(cf, targetKey);
+                if (bytes != null) {
+                    merged = combiner.combine(merged, deserialize(valueSerializer, bytes));
+                }
+                access.put(cf, targetKey, serialize(valueSerializer, merged));
+            }
+        } catch (Exception e) {
+            throw new FlinkRuntimeException(
+                    "Merging namespaces of " + getClass().getSimpleName() + " failed", e);
         }
     }
 }

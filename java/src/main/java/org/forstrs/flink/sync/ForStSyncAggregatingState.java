@@ -3,7 +3,6 @@ package org.forstrs.flink.sync;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.runtime.state.internal.InternalAggregatingState;
-import org.apache.flink.util.FlinkRuntimeException;
 
 import java.util.Collection;
 
@@ -61,37 +60,6 @@ final class ForStSyncAggregatingState<K, N, IN, ACC, OUT>
     /** Merges the sources' accumulators into the target's; the sources are cleared. */
     @Override
     public void mergeNamespaces(N target, Collection<N> sources) {
-        if (sources == null || sources.isEmpty()) {
-            return;
-        }
-        try {
-            ACC merged = null;
-            for (N source : sources) {
-                if (source == null) {
-                    continue;
-                }
-                byte[] sourceKey = keyIn(source);
-                byte[] bytes = access.get(cf, sourceKey);
-                if (bytes != null) {
-                    access.delete(cf, sourceKey);
-                    ACC accumulator = deserialize(valueSerializer, bytes);
-                    merged =
-                            merged == null
-                                    ? accumulator
-                                    : aggregateFunction.merge(merged, accumulator);
-                }
-            }
-            if (merged != null) {
-                byte[] targetKey = keyIn(target);
-                byte[] bytes = access.get(cf, targetKey);
-                if (bytes != null) {
-                    merged =
-                            aggregateFunction.merge(merged, deserialize(valueSerializer, bytes));
-                }
-                access.put(cf, targetKey, serialize(valueSerializer, merged));
-            }
-        } catch (Exception e) {
-            throw new FlinkRuntimeException("Merging namespaces of aggregating state failed", e);
-        }
+        mergeValues(target, sources, aggregateFunction::merge);
     }
 }

@@ -3,7 +3,6 @@ package org.forstrs.flink.sync;
 import org.apache.flink.api.common.functions.ReduceFunction;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.runtime.state.internal.InternalReducingState;
-import org.apache.flink.util.FlinkRuntimeException;
 
 import java.util.Collection;
 
@@ -58,33 +57,6 @@ final class ForStSyncReducingState<K, N, V> extends AbstractForStSyncState<K, N,
     /** Reduces the sources' values into the target's; the sources are cleared. */
     @Override
     public void mergeNamespaces(N target, Collection<N> sources) {
-        if (sources == null || sources.isEmpty()) {
-            return;
-        }
-        try {
-            V merged = null;
-            for (N source : sources) {
-                if (source == null) {
-                    continue;
-                }
-                byte[] sourceKey = keyIn(source);
-                byte[] bytes = access.get(cf, sourceKey);
-                if (bytes != null) {
-                    access.delete(cf, sourceKey);
-                    V value = deserialize(valueSerializer, bytes);
-                    merged = merged == null ? value : reduceFunction.reduce(merged, value);
-                }
-            }
-            if (merged != null) {
-                byte[] targetKey = keyIn(target);
-                byte[] bytes = access.get(cf, targetKey);
-                if (bytes != null) {
-                    merged = reduceFunction.reduce(merged, deserialize(valueSerializer, bytes));
-                }
-                access.put(cf, targetKey, serialize(valueSerializer, merged));
-            }
-        } catch (Exception e) {
-            throw new FlinkRuntimeException("Merging namespaces of reducing state failed", e);
-        }
+        mergeValues(target, sources, reduceFunction::reduce);
     }
 }

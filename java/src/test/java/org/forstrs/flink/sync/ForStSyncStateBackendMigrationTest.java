@@ -4,6 +4,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.state.CheckpointStorage;
 import org.apache.flink.runtime.state.StateBackendMigrationTestBase;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
+import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameter;
 import org.apache.flink.testutils.junit.extensions.parameterized.ParameterizedTestExtension;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
@@ -21,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * Flink's serializer upgrade suite ({@link StateBackendMigrationTestBase}) against the
  * synchronous ForSt-RS keyed backend: state migration (values rewritten with the new
  * serializer), refused incompatible serializers ({@code StateMigrationException}), TTL switched
- * on and off, with file-system checkpoint storage.
+ * on and off, with JobManager and file-system checkpoint storage.
  */
 @ExtendWith(ParameterizedTestExtension.class)
 @Timeout(value = 5, unit = TimeUnit.MINUTES) // a hang guard only, far above any template's cost
@@ -31,7 +32,7 @@ class ForStSyncStateBackendMigrationTest extends StateBackendMigrationTestBase<F
 
     @Parameters(name = "checkpoint storage: {0}")
     public static List<String> parameters() {
-        return List.of("filesystem");
+        return List.of("jobmanager", "filesystem");
     }
 
     @Override
@@ -43,6 +44,8 @@ class ForStSyncStateBackendMigrationTest extends StateBackendMigrationTestBase<F
 
     @Override
     protected CheckpointStorage getCheckpointStorage() {
-        return new FileSystemCheckpointStorage(tempFolder.resolve("checkpoints").toUri());
+        return "jobmanager".equals(checkpointStorage)
+                ? new JobManagerCheckpointStorage()
+                : new FileSystemCheckpointStorage(tempFolder.resolve("checkpoints").toUri());
     }
 }
