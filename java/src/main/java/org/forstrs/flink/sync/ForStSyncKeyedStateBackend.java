@@ -213,7 +213,8 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     parameters.getTtlTimeProvider(),
                     latencyTrackingStateConfig,
                     sizeTrackingStateConfig,
-                    parameters.getCancelStreamRegistry(),
+                    // the parameters' registry is for the restore only: Flink closes it after it
+                    new CloseableRegistry(),
                     new InternalKeyContextImpl<>(
                             parameters.getKeyGroupRange(), parameters.getNumberOfKeyGroups()),
                     restored.stateMetaInfoSnapshots());
