@@ -61,7 +61,11 @@ class SyncSqlITCase {
 
     /** Why the tests that checkpoint the synchronous backend are off until main is fixed. */
     static final String SYNC_SNAPSHOTS_DECLINED =
-            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend parameters.getCancelStreamRegistry(), which Flink closes right after the restore, so every snapshot of the synchronous backend is declined (Cannot register Closeable, registry is already closed); passes when the backend gets its own new CloseableRegistry()";
+            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend"
+                    + " parameters.getCancelStreamRegistry(), which Flink closes right after the"
+                    + " restore, so every snapshot of the synchronous backend is declined (Cannot"
+                    + " register Closeable, registry is already closed); passes when the backend"
+                    + " gets its own new CloseableRegistry()";
 
     private static final int PARALLELISM = 2;
     private static final long ROWS = 60_000;

@@ -59,15 +59,20 @@ import static org.assertj.core.api.Assertions.assertThat;
  * type, event-time session windows (merging namespaces, timers) and state with time-to-live,
  * each with exact results against a computation without Flink. Checkpoints run meanwhile.
  *
- * <p>With failures: a job fails several times, each time right after a checkpoint completed,
- * and its final counts are still exact (every restore brings back the synchronous state from
- * that checkpoint, and the heap timers through the timer service's snapshot).
+ * <p>With failures: one job with every V1 state type (one with time-to-live), event-time timers
+ * and event-time session windows fails at least five times, each time right after a checkpoint
+ * completed, and its results are still exact (every restore brings back the synchronous state
+ * from that checkpoint, and the heap timers through the timer service's snapshot).
  */
 class SyncStateITCase {
 
     /** Why the tests that checkpoint the synchronous backend are off until main is fixed. */
     static final String SYNC_SNAPSHOTS_DECLINED =
-            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend parameters.getCancelStreamRegistry(), which Flink closes right after the restore, so every snapshot of the synchronous backend is declined (Cannot register Closeable, registry is already closed); passes when the backend gets its own new CloseableRegistry()";
+            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend"
+                    + " parameters.getCancelStreamRegistry(), which Flink closes right after the"
+                    + " restore, so every snapshot of the synchronous backend is declined (Cannot"
+                    + " register Closeable, registry is already closed); passes when the backend"
+                    + " gets its own new CloseableRegistry()";
 
     private static final int PARALLELISM = 2;
 
