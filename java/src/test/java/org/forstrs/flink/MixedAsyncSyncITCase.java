@@ -22,7 +22,6 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,14 +52,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * and only if every record was numbered exactly once: a record lost or replayed into state shows.
  */
 class MixedAsyncSyncITCase {
-
-    /** Why the tests that checkpoint the synchronous backend are off until main is fixed. */
-    static final String SYNC_SNAPSHOTS_DECLINED =
-            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend"
-                    + " parameters.getCancelStreamRegistry(), which Flink closes right after the"
-                    + " restore, so every snapshot of the synchronous backend is declined (Cannot"
-                    + " register Closeable, registry is already closed); passes when the backend"
-                    + " gets its own new CloseableRegistry()";
 
     private static final int PARALLELISM = 2;
     private static final long RECORDS = 100_000;
@@ -270,7 +261,6 @@ class MixedAsyncSyncITCase {
     }
 
     @Test
-    @Disabled(SYNC_SNAPSHOTS_DECLINED)
     void asyncAndSyncOperatorsInOneJobAreExactAfterFailures(
             @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
         String run = "mixed-" + UUID.randomUUID();

@@ -27,7 +27,6 @@ import org.apache.flink.table.api.config.ExecutionConfigOptions;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.types.Row;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,14 +57,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Java.
  */
 class SyncSqlITCase {
-
-    /** Why the tests that checkpoint the synchronous backend are off until main is fixed. */
-    static final String SYNC_SNAPSHOTS_DECLINED =
-            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend"
-                    + " parameters.getCancelStreamRegistry(), which Flink closes right after the"
-                    + " restore, so every snapshot of the synchronous backend is declined (Cannot"
-                    + " register Closeable, registry is already closed); passes when the backend"
-                    + " gets its own new CloseableRegistry()";
 
     private static final int PARALLELISM = 2;
     private static final long ROWS = 60_000;
@@ -419,7 +410,6 @@ class SyncSqlITCase {
     }
 
     @Test
-    @Disabled(SYNC_SNAPSHOTS_DECLINED)
     void everyKeyedOperatorOnTheSynchronousBackend(@TempDir Path dir) throws Exception {
         assertThat(runExact(dir, false))
                 .containsExactlyInAnyOrder(
@@ -437,7 +427,6 @@ class SyncSqlITCase {
      * same job.
      */
     @Test
-    @Disabled(SYNC_SNAPSHOTS_DECLINED)
     void asyncAndSynchronousOperatorsInOneJob(@TempDir Path dir) throws Exception {
         assertThat(runExact(dir, true))
                 .containsExactlyInAnyOrder(

@@ -35,7 +35,6 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -65,14 +64,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * from that checkpoint, and the heap timers through the timer service's snapshot).
  */
 class SyncStateITCase {
-
-    /** Why the tests that checkpoint the synchronous backend are off until main is fixed. */
-    static final String SYNC_SNAPSHOTS_DECLINED =
-            "Main-code bug: ForStSyncKeyedStateBackend.open hands the backend"
-                    + " parameters.getCancelStreamRegistry(), which Flink closes right after the"
-                    + " restore, so every snapshot of the synchronous backend is declined (Cannot"
-                    + " register Closeable, registry is already closed); passes when the backend"
-                    + " gets its own new CloseableRegistry()";
 
     private static final int PARALLELISM = 2;
 
@@ -668,7 +659,6 @@ class SyncStateITCase {
      * may appear more than once, but each appearance must be exact and every session must appear.
      */
     @Test
-    @Disabled(SYNC_SNAPSHOTS_DECLINED)
     void exactAfterFailuresRestoredFromCheckpoints(@TempDir Path dir) throws Exception {
         String run = "failures-" + UUID.randomUUID();
         RESULTS.put(run, new ConcurrentLinkedQueue<>());
