@@ -20,6 +20,8 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
@@ -55,6 +57,7 @@ public final class SyncWordCountJob {
     private static final AtomicLong FIRST_NANOS = new AtomicLong(Long.MAX_VALUE);
     private static final AtomicLong STAGE2_FIRST_NANOS = new AtomicLong(Long.MAX_VALUE);
     private static final AtomicLong STAGE2_LAST_NANOS = new AtomicLong(Long.MIN_VALUE);
+    private static final Set<String> STATE_CLASSES = ConcurrentHashMap.newKeySet();
 
     /** A word and whether it belongs to stage 2. */
     public static final class Word {
@@ -82,6 +85,8 @@ public final class SyncWordCountJob {
         @Override
         public void open(OpenContext openContext) {
             count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+            // which backend's state this really is (ForStSyncValueState or RocksDBValueState)
+            STATE_CLASSES.add(count.getClass().getSimpleName());
             firstNanos = Long.MAX_VALUE;
             stage2FirstNanos = Long.MAX_VALUE;
             stage2LastNanos = Long.MIN_VALUE;
@@ -184,9 +189,14 @@ public final class SyncWordCountJob {
         long stage1Nanos = STAGE2_FIRST_NANOS.get() - FIRST_NANOS.get();
         double seconds = result.getNetRuntime(TimeUnit.MILLISECONDS) / 1000.0;
         System.out.printf(
-                "sync word count on %s: %d keys (stage 1), %d records (stage 2), parallelism %d,"
-                        + " managed memory %s, checkpoints off%n",
-                backend, keys, records, parallelism, managed);
+                "sync word count on %s (state class %s): %d keys (stage 1), %d records (stage 2),"
+                        + " parallelism %d, managed memory %s, checkpoints off%n",
+                backend, STATE_CLASSES, keys, records, parallelism, managed);
+        String expectedState = backend.equals("forst") ? "ForStSyncValueState" : "RocksDBValueState";
+        if (!STATE_CLASSES.equals(Set.of(expectedState))) {
+            throw new IllegalStateException(
+                    "expected " + expectedState + " only, the job used " + STATE_CLASSES);
+        }
         if (MISSES.get() != keys || STAGE2_RECORDS.get() != records) {
             throw new IllegalStateException(
                     String.format(
