@@ -1,9 +1,6 @@
 package org.forstrs.flink;
 
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.api.connector.sink2.SinkWriter;
-import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -31,6 +28,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -199,9 +197,10 @@ class SqlAsyncStateOrderITCase {
     /**
      * Applies one run's changelog to a table and checks it on the way: an insert has count 1 and no
      * row before it, a retraction equals the row last emitted for its key, an update follows its
-     * retraction and has the count one higher. Plain Java, fed by {@link CheckingSink}.
+     * retraction and has the count one higher. Plain Java, fed by {@link InJvmRowSink} at
+     * parallelism 1, so every key's rows arrive in the order the aggregation emitted them.
      */
-    static final class ChangelogCheck {
+    static final class ChangelogCheck implements Consumer<Row> {
         private final Map<List<Long>, List<Long>> table = new HashMap<>();
         private final Map<List<Long>, List<Long>> lastEmitted = new HashMap<>();
         private final List<String> examples = new ArrayList<>();
@@ -215,7 +214,8 @@ class SqlAsyncStateOrderITCase {
             }
         }
 
-        synchronized void apply(Row row) {
+        @Override
+        public synchronized void accept(Row row) {
             rows++;
             List<Long> key =
                     List.of(
@@ -286,37 +286,6 @@ class SqlAsyncStateOrderITCase {
     /** Checks of the runs in progress, by run id (the MiniCluster runs in this JVM). */
     private static final Map<String, ChangelogCheck> CHECKS = new ConcurrentHashMap<>();
 
-    /**
-     * Hands each changelog row to its run's {@link ChangelogCheck}: cheaper than collecting 1.2
-     * million rows through the client per run. Runs with parallelism 1, so every key's rows arrive
-     * in the order the aggregation emitted them.
-     */
-    static final class CheckingSink implements Sink<Row> {
-        private static final long serialVersionUID = 1L;
-        private final String runId;
-
-        CheckingSink(String runId) {
-            this.runId = runId;
-        }
-
-        @Override
-        public SinkWriter<Row> createWriter(WriterInitContext context) {
-            ChangelogCheck check = Objects.requireNonNull(CHECKS.get(runId), runId);
-            return new SinkWriter<>() {
-                @Override
-                public void write(Row row, Context ctx) {
-                    check.apply(row);
-                }
-
-                @Override
-                public void flush(boolean endOfInput) {}
-
-                @Override
-                public void close() {}
-            };
-        }
-    }
-
     @Test
     void everyRunIsExact(@TempDir Path primary) throws Exception {
         Map<List<Long>, List<Long>> expected = expectedTable();
@@ -329,7 +298,9 @@ class SqlAsyncStateOrderITCase {
             long started = System.nanoTime();
             try {
                 StreamExecutionEnvironment env = environment(primary.resolve(runId));
-                changelog(env, true).sinkTo(new CheckingSink(runId)).setParallelism(1);
+                changelog(env, true)
+                        .sinkTo(new InJvmRowSink(runId, id -> CHECKS.get(id)))
+                        .setParallelism(1);
                 env.execute("sql async state order, " + runId);
             } finally {
                 CHECKS.remove(runId);

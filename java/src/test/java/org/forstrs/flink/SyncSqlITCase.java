@@ -4,9 +4,6 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.api.connector.sink2.SinkWriter;
-import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
@@ -40,7 +37,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -220,7 +217,7 @@ class SyncSqlITCase {
         }
     }
 
-    /** Adds every query of {@link #QUERIES} to {@code env}, each with a {@link CheckingSink}. */
+    /** Adds every query of {@link #QUERIES} to {@code env}, each with a {@link InJvmRowSink}. */
     private static void addQueries(StreamExecutionEnvironment env, String run, boolean asyncState) {
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
         tEnv.getConfig().set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, asyncState);
@@ -255,7 +252,7 @@ class SyncSqlITCase {
                 (name, sql) -> {
                     Table table = tEnv.sqlQuery(sql);
                     tEnv.toChangelogStream(table)
-                            .sinkTo(new CheckingSink(run + "/" + name))
+                            .sinkTo(new InJvmRowSink(run + "/" + name, id -> TABLES.get(id)))
                             .setParallelism(1)
                             .name("check " + name);
                 });
@@ -305,14 +302,15 @@ class SyncSqlITCase {
 
     /**
      * Applies a changelog to a multiset of rows: +I and +U add a row, -U and -D remove one that
-     * must be there. Plain Java, fed by {@link CheckingSink} (parallelism 1).
+     * must be there. Plain Java, fed by {@link InJvmRowSink} (parallelism 1).
      */
-    static final class MaterializedTable {
+    static final class MaterializedTable implements Consumer<Row> {
         private final Map<List<Object>, Integer> rows = new HashMap<>();
         private final List<String> violations = new ArrayList<>();
         private long changes;
 
-        synchronized void apply(Row row) {
+        @Override
+        public synchronized void accept(Row row) {
             changes++;
             List<Object> fields = new ArrayList<>(row.getArity());
             for (int f = 0; f < row.getArity(); f++) {
@@ -351,33 +349,6 @@ class SyncSqlITCase {
     }
 
     private static final Map<String, MaterializedTable> TABLES = new ConcurrentHashMap<>();
-
-    /** Hands each changelog row to the {@link MaterializedTable} of its run and query. */
-    static final class CheckingSink implements Sink<Row> {
-        private static final long serialVersionUID = 1L;
-        private final String table;
-
-        CheckingSink(String table) {
-            this.table = table;
-        }
-
-        @Override
-        public SinkWriter<Row> createWriter(WriterInitContext context) {
-            MaterializedTable materialized = Objects.requireNonNull(TABLES.get(table), table);
-            return new SinkWriter<>() {
-                @Override
-                public void write(Row row, Context ctx) {
-                    materialized.apply(row);
-                }
-
-                @Override
-                public void flush(boolean endOfInput) {}
-
-                @Override
-                public void close() {}
-            };
-        }
-    }
 
     /** Runs the job; returns its keyed operators, after checking every query's final table. */
     private static List<String> runExact(Path dir, boolean asyncState) throws Exception {
