@@ -9,9 +9,10 @@
 #
 # With revisions, each one's jar (its Java shim and native library) is built from `git archive` of
 # that revision in a temporary directory; the job classes and Flink come from the working tree, so
-# a revision only needs to have the backend (WordCountJob also needs CheckpointStatsLog, added in
-# f1d33c0). Revisions alternate within each round (and reverse order every other round), so they
-# are measured under the same machine load.
+# a revision only needs to have the backend (WordCountJob also needs
+# org.forstrs.flink.snapshot.CheckpointStatsLog, i.e. a revision since the Java package split).
+# Revisions alternate within each round (and reverse order every other round), so they are
+# measured under the same machine load.
 # Sizes: ROUNDS (3), PARALLELISM (2), WC_RECORDS (2000000), WC_KEYS (100000), GB_RECORDS (1000000),
 # GB_KEYS (10000).
 set -euo pipefail

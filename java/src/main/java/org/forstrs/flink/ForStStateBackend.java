@@ -15,6 +15,9 @@ import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
 
+import org.forstrs.flink.async.ForStKeyedStateBackend;
+import org.forstrs.flink.config.ForStBackendConfig;
+import org.forstrs.flink.config.WorkingDirPlacement;
 import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
 
 import org.slf4j.Logger;

@@ -13,7 +13,7 @@ import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 
-import org.forstrs.flink.ValueSerde;
+import org.forstrs.flink.state.ValueSerde;
 
 import java.io.IOException;
 import java.util.Collection;

@@ -48,14 +48,13 @@ import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 
-import org.forstrs.flink.CheckpointStats;
-import org.forstrs.flink.DbDirectory;
-import org.forstrs.flink.ForStKeyedStateBackend;
-import org.forstrs.flink.ForStSnapshotResources;
-import org.forstrs.flink.ForStSnapshotStrategy;
-import org.forstrs.flink.ForStRestoreOperation;
 import org.forstrs.flink.ForStStateBackend;
-import org.forstrs.flink.NativeDb;
+import org.forstrs.flink.restore.ForStRestoreOperation;
+import org.forstrs.flink.snapshot.CheckpointStats;
+import org.forstrs.flink.snapshot.ForStSnapshotResources;
+import org.forstrs.flink.snapshot.ForStSnapshotStrategy;
+import org.forstrs.flink.state.DbDirectory;
+import org.forstrs.flink.state.NativeDb;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -201,7 +200,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             SizeTrackingStateConfig sizeTrackingStateConfig)
             throws Exception {
         ForStRestoreOperation.Restored<K> restored =
-                ForStKeyedStateBackend.openDatabase(parameters, dbUri, nativeOptions);
+                ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
         try {
             return new ForStSyncKeyedStateBackend<>(
                     restored.db(),

@@ -11,7 +11,7 @@ import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.Preconditions;
 import org.apache.flink.util.StateMigrationException;
 
-import org.forstrs.flink.ValueSerde;
+import org.forstrs.flink.state.ValueSerde;
 
 import java.io.IOException;
 import java.util.Collection;

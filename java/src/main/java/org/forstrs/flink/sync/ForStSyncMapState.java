@@ -10,7 +10,7 @@ import org.apache.flink.runtime.state.ttl.TtlAwareSerializer;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.StateMigrationException;
 
-import org.forstrs.flink.ValueSerde;
+import org.forstrs.flink.state.ValueSerde;
 
 import java.io.IOException;
 import java.util.AbstractMap;

@@ -1,8 +1,8 @@
 package org.forstrs.flink.sync;
 
-import org.forstrs.flink.BatchDecoder;
-import org.forstrs.flink.BatchEncoder;
-import org.forstrs.flink.NativeDb;
+import org.forstrs.flink.state.BatchDecoder;
+import org.forstrs.flink.state.BatchEncoder;
+import org.forstrs.flink.state.NativeDb;
 import org.forstrs.jni.ForStNative;
 
 import javax.annotation.Nullable;

@@ -13,8 +13,8 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.Collector;
 
-import org.forstrs.flink.CheckpointStats;
-import org.forstrs.flink.CheckpointStatsLog;
+import org.forstrs.flink.snapshot.CheckpointStats;
+import org.forstrs.flink.snapshot.CheckpointStatsLog;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -10,8 +10,8 @@ import org.apache.flink.testutils.junit.extensions.parameterized.Parameter;
 import org.apache.flink.testutils.junit.extensions.parameterized.ParameterizedTestExtension;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
 
-import org.forstrs.flink.ForStOptions;
 import org.forstrs.flink.ForStStateBackend;
+import org.forstrs.flink.config.ForStOptions;
 
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -1,0 +1,182 @@
+package org.forstrs.flink.state;
+
+import org.forstrs.jni.ForStNative;
+
+import java.io.Closeable;
+import java.nio.ByteBuffer;
+import java.util.function.Supplier;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * One open native database. Calls run under a read lock and {@link #close} takes the write lock,
+ * so the handle is never closed while a batch still runs on it; calls after close throw {@link
+ * IllegalStateException}.
+ */
+public final class NativeDb implements Closeable {
+
+    private final String uri;
+    private final long handle;
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private boolean closed;
+
+    private NativeDb(String uri, long handle) {
+        this.uri = uri;
+        this.handle = handle;
+    }
+
+    public static NativeDb open(String uri, String[] options) {
+        return new NativeDb(uri, ForStNative.open(uri, options));
+    }
+
+    /** Builds a database at {@code uri} from checkpoints; see {@link ForStNative#openRestored}. */
+    public static NativeDb openRestored(String uri, String[] options, RestoreSources sources) {
+        return new NativeDb(
+                uri,
+                ForStNative.openRestored(
+                        uri,
+                        options,
+                        sources.manifests(),
+                        sources.fileNames(),
+                        sources.fileUris(),
+                        sources.keyGroups(),
+                        sources.targetStart(),
+                        sources.targetEnd(),
+                        sources.keyGroupPrefixBytes()));
+    }
+
+    public String uri() {
+        return uri;
+    }
+
+    public int createColumnFamily(String name) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.createColumnFamily(handle, name);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** See {@link ForStNative#executeBatch}. */
+    public long executeBatch(ByteBuffer request, int requestLength, ByteBuffer response) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.executeBatch(handle, request, requestLength, response);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Reads one value into {@code out[0, outLength)}; see {@link ForStNative#get} for the return
+     * value.
+     */
+    public int get(int cf, ByteBuffer key, int keyLength, ByteBuffer out, int outLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return ForStNative.get(handle, cf, key, 0, keyLength, out, 0, outLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Sets the value of one key. */
+    public void put(int cf, ByteBuffer key, int keyLength, ByteBuffer value, int valueLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.put(handle, cf, key, 0, keyLength, value, 0, valueLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Appends to the list at one key (elements joined by ','). */
+    public void merge(int cf, ByteBuffer key, int keyLength, ByteBuffer value, int valueLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.merge(handle, cf, key, 0, keyLength, value, 0, valueLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Deletes one key. */
+    public void delete(int cf, ByteBuffer key, int keyLength) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.delete(handle, cf, key, 0, keyLength);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    void flush() {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.flush(handle);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Synchronous phase of a checkpoint: freezes the memtable and pins the current files (no I/O).
+     */
+    public NativeCheckpoint prepareCheckpoint() {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return new NativeCheckpoint(this, ForStNative.checkpointPrepare(handle));
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Runs a call on a checkpoint of this DB while the DB is guaranteed open (close waits for it).
+     */
+    <T> T whileOpen(Supplier<T> call) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            return call.get();
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("ForSt-RS database " + uri + " is closed");
+        }
+    }
+
+    boolean isClosed() {
+        lock.readLock().lock();
+        try {
+            return closed;
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.writeLock().lock();
+        try {
+            if (!closed) {
+                closed = true;
+                ForStNative.close(handle);
+            }
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+}
