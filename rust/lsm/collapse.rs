@@ -9,13 +9,16 @@ use crate::lsm::key::MAX_SEQ;
 use crate::lsm::range_tombstone::{RangeTombstone, covering_seq};
 use crate::lsm::resolve::VersionResolver;
 use crate::lsm::table_sink::TableSink;
+use crate::lsm::ttl::TtlPass;
 
 /// Drains `input` (positioned anywhere before its first entry is fine: it is sought to the start)
-/// into `sink`. `bottommost`: nothing older than the input exists for any of its keys.
+/// into `sink`. `bottommost`: nothing older than the input exists for any of its keys. `ttl`: the
+/// TTL filters to apply to each key's entry (compaction only).
 pub fn collapse_into(
     input: &mut dyn InternalIterator,
     tombstones: &[RangeTombstone],
     bottommost: bool,
+    mut ttl: Option<&mut TtlPass<'_>>,
     sink: &mut TableSink<'_>,
 ) -> Result<()> {
     input.seek(&[])?;
@@ -29,7 +32,12 @@ pub fn collapse_into(
             }
             input.next()?;
         }
-        if let Some((kind, value)) = resolver.into_compacted(bottommost) {
+        let entry = resolver.into_compacted(bottommost);
+        let entry = match (entry, ttl.as_deref_mut()) {
+            (Some((kind, value)), Some(ttl)) => ttl.apply(&key, kind, value, bottommost),
+            (entry, _) => entry,
+        };
+        if let Some((kind, value)) = entry {
             sink.add(&key, newest_seq, kind, &value)?;
         }
     }

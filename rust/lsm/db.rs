@@ -22,6 +22,7 @@ use crate::lsm::memtable::MemTable;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
+use crate::lsm::ttl::{TtlFilter, TtlFilters};
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
     write_manifest,
@@ -82,6 +83,9 @@ pub(crate) struct DbInner {
     families: RwLock<BTreeMap<String, u32>>,
     /// One compaction at a time, background or manual.
     pub compaction_lock: Mutex<()>,
+    /// TTL filters of column families, applied by compaction (not persisted: Flink sets them
+    /// again whenever it registers a state).
+    pub ttl: TtlFilters,
     pub background: Mutex<BackgroundState>,
     pub background_changed: Condvar,
     closed: AtomicBool,
@@ -102,6 +106,10 @@ pub struct DbStats {
     pub frozen_memtables: usize,
     pub files_per_level: Vec<usize>,
     pub bytes_per_level: Vec<u64>,
+    /// Entries compaction removed because their TTL expired (a whole list: every element).
+    pub ttl_removed_entries: u64,
+    /// Lists compaction cut the expired head off.
+    pub ttl_trimmed_lists: u64,
 }
 
 impl Db {
@@ -140,6 +148,7 @@ impl Db {
             meta: Mutex::new(MetaState { manifest_number }),
             families: RwLock::new(data.column_families.into_iter().collect()),
             compaction_lock: Mutex::new(()),
+            ttl: TtlFilters::default(),
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -203,8 +212,19 @@ impl Db {
         self.write(&batch)?;
         let mut meta = self.inner.meta.lock().unwrap();
         self.inner.families.write().unwrap().remove(cf.name());
+        self.inner.ttl.set(cf.id, None);
         let version = self.inner.current().version.clone();
         self.inner.persist(&mut meta, &version)
+    }
+
+    /// Sets (or with `None` clears) the TTL filter compactions apply to `cf` (see `lsm::ttl`).
+    pub fn set_ttl_filter(&self, cf: &ColumnFamily, filter: Option<TtlFilter>) -> Result<()> {
+        self.inner.check_open()?;
+        if self.cf(cf.name()).as_ref() != Some(cf) {
+            return Err(Error::invalid(format!("no column family {:?}", cf.name())));
+        }
+        self.inner.ttl.set(cf.id, filter);
+        Ok(())
     }
 
     pub fn put(&self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
@@ -365,6 +385,8 @@ impl Db {
             frozen_memtables: sv.frozen.len(),
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
+            ttl_removed_entries: self.inner.ttl.removed(),
+            ttl_trimmed_lists: self.inner.ttl.trimmed(),
         }
     }
 

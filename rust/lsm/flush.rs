@@ -45,8 +45,8 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     let tombstones = memtable.tombstones();
     let applied_through = tombstones.iter().map(|t| t.seq).max().unwrap_or(0);
     let mut sink = TableSink::new(db, applied_through);
-    // Not bottommost: older versions of these keys may live in files.
-    collapse_into(&mut memtable.iter(), &tombstones, false, &mut sink)?;
+    // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
+    collapse_into(&mut memtable.iter(), &tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.

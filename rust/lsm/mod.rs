@@ -1,7 +1,8 @@
 //! The LSM engine. It knows storage only through `crate::storage::Storage`.
 //!
 //! Write path: `db` (batch -> memtable) -> `flush` (memtable -> L0 SST via `collapse` and
-//! `table_sink`) -> `compaction` (levels). Read path: `read` (point gets, multi_get) and
+//! `table_sink`) -> `compaction` (levels, dropping expired
+//! Flink TTL state through `ttl`). Read path: `read` (point gets, multi_get) and
 //! `db_iterator` (scans) over memtables and `sst` tables. `version` holds the live files and the
 //! manifest that makes them durable.
 
@@ -26,6 +27,7 @@ mod resolve;
 pub mod restore;
 pub mod sst;
 mod table_sink;
+pub mod ttl;
 pub mod version;
 
 pub use batch::WriteBatch;
@@ -35,3 +37,4 @@ pub use db::{Db, DbStats};
 pub use db_iterator::DbIterator;
 pub use options::DbOptions;
 pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
+pub use ttl::{ListElementFilter, SystemClock, TtlClock, TtlFilter, TtlLayout};

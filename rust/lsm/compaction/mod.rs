@@ -123,7 +123,8 @@ fn merge_and_install(
 ) -> Result<()> {
     let mut merged = MergingIterator::new(children);
     let mut sink = TableSink::new(db, version.max_tombstone_seq());
-    collapse_into(&mut merged, &version.tombstones, bottommost, &mut sink)?;
+    let mut ttl = db.ttl.pass();
+    collapse_into(&mut merged, &version.tombstones, bottommost, Some(&mut ttl), &mut sink)?;
     let outputs = sink.finish()?;
     let installed = db.install_version(
         |v| {
