@@ -18,9 +18,11 @@ pub mod guard;
 pub mod handles;
 pub mod natives;
 pub mod options;
+pub mod ttl;
 
 use std::ffi::c_void;
 
+use ::jni::objects::{GlobalRef, JObject, JString};
 use ::jni::sys::{JNI_ERR, JNI_VERSION_1_8, jint};
 use ::jni::{JNIEnv, JavaVM};
 use once_cell::sync::OnceCell;
@@ -61,6 +63,46 @@ pub fn attach_daemon() -> crate::Result<JNIEnv<'static>> {
         .ok_or_else(|| crate::Error::Closed("no JVM: library not loaded by Java".into()))?;
     vm.attach_current_thread_as_daemon()
         .map_err(|e| crate::Error::io("jvm", format!("cannot attach thread to the JVM: {e}")))
+}
+
+/// A global reference that is released on a daemon-attached thread. `GlobalRef`'s own drop
+/// attaches an unattached thread as a non-daemon for the release; attaching first avoids that.
+pub struct JavaRef(Option<GlobalRef>);
+
+impl JavaRef {
+    pub fn new(env: &mut JNIEnv<'_>, object: &JObject<'_>) -> ::jni::errors::Result<Self> {
+        Ok(JavaRef(Some(env.new_global_ref(object)?)))
+    }
+
+    pub fn as_obj(&self) -> &JObject<'static> {
+        self.0.as_ref().expect("present until dropped").as_obj()
+    }
+}
+
+impl Drop for JavaRef {
+    fn drop(&mut self) {
+        let _ = attach_daemon();
+        drop(self.0.take());
+    }
+}
+
+/// Clears the pending Java exception, if any, and returns its `toString()`.
+pub fn take_pending_exception(env: &mut JNIEnv<'_>) -> Option<String> {
+    if !env.exception_check().unwrap_or(false) {
+        return None;
+    }
+    let exception = env.exception_occurred();
+    let _ = env.exception_clear();
+    let exception = exception.ok()?;
+    let text = env
+        .call_method(&exception, "toString", "()Ljava/lang/String;", &[])
+        .and_then(|v| v.l())
+        .ok()
+        .filter(|s| !s.is_null())
+        .and_then(|s| env.get_string(&JString::from(s)).ok().map(String::from));
+    // toString itself may have thrown.
+    let _ = env.exception_clear();
+    Some(text.unwrap_or_else(|| "(exception without description)".into()))
 }
 
 /// The JVM of `cargo test` (one per test process: the invocation API allows no second one).

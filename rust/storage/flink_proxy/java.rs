@@ -3,11 +3,12 @@
 //! a local reference frame, a pending exception turned into an [`Error`] and cleared).
 
 use ::jni::JNIEnv;
-use ::jni::objects::{GlobalRef, JClass, JMethodID, JObject, JStaticMethodID, JThrowable};
+use ::jni::objects::{GlobalRef, JClass, JMethodID, JStaticMethodID, JThrowable};
 use ::jni::signature::{Primitive, ReturnType};
 use once_cell::sync::OnceCell;
 
-use crate::jni::{attach_daemon, java_vm};
+pub(super) use crate::jni::JavaRef;
+use crate::jni::{attach_daemon, java_vm, take_pending_exception};
 use crate::{Error, Result};
 
 /// Local references one call may create before its frame is popped.
@@ -198,41 +199,7 @@ fn throwable_text(env: &mut JNIEnv<'_>, classes: &Classes, exception: &JThrowabl
 
 /// Text of an exception pending after a failed lookup (cleared), for the error message.
 fn describe_pending(env: &mut JNIEnv<'_>) -> String {
-    if !env.exception_check().unwrap_or(false) {
-        return String::new();
-    }
-    let exception = env.exception_occurred();
-    let _ = env.exception_clear();
-    let Ok(exception) = exception else { return String::new() };
-    let text = env
-        .call_method(&exception, "toString", "()Ljava/lang/String;", &[])
-        .and_then(|v| v.l())
-        .ok()
-        .filter(|s| !s.is_null())
-        .and_then(|s| env.get_string(&::jni::objects::JString::from(s)).ok().map(String::from));
-    let _ = env.exception_clear();
-    text.map(|t| format!(": {t}")).unwrap_or_default()
-}
-
-/// A global reference that is released on a daemon-attached thread. `GlobalRef`'s own drop
-/// attaches an unattached thread as a non-daemon for the release; attaching first avoids that.
-pub(super) struct JavaRef(Option<GlobalRef>);
-
-impl JavaRef {
-    pub fn new(env: &mut JNIEnv<'_>, object: &JObject<'_>) -> ::jni::errors::Result<Self> {
-        Ok(JavaRef(Some(env.new_global_ref(object)?)))
-    }
-
-    pub fn as_obj(&self) -> &JObject<'static> {
-        self.0.as_ref().expect("present until dropped").as_obj()
-    }
-}
-
-impl Drop for JavaRef {
-    fn drop(&mut self) {
-        let _ = attach_daemon();
-        drop(self.0.take());
-    }
+    take_pending_exception(env).map(|t| format!(": {t}")).unwrap_or_default()
 }
 
 /// `ReturnType` of a `void` method.

@@ -230,4 +230,33 @@ public final class ForStNative {
 
     /** Compacts every file into the last level and waits until it is done. */
     public static native void compact(long db);
+
+    /**
+     * Sets (or clears) the TTL compaction filter of a column family: compaction then removes
+     * entries whose Flink {@code TtlValue} expired ({@code timestamp + ttl <= now}) and cuts the
+     * expired head off lists (elements joined by ','). Not persisted: set it again after open.
+     *
+     * @param layout 0: no filter (the other arguments are ignored); 1: one {@code TtlValue} at
+     *     byte offset {@code layoutParameter} of the value; 2: a list of elements of {@code
+     *     layoutParameter} bytes each (at least 8); 3: a list whose element boundaries {@code
+     *     listElementFilter} finds
+     * @param ttlMillis the state's time to live (positive)
+     * @param queryTimeAfterNumEntries compaction reads the time again after this many entries
+     * @param timeProvider null for the wall clock, else an object with a {@code long
+     *     currentTimestamp()} method (Flink's {@code TtlTimeProvider}), called from compaction
+     *     threads
+     * @param listElementFilter for layout 3: an object with a method {@code int
+     *     nextUnexpiredOffset(byte[] list, long ttl, long currentTimestamp)}, as Flink's {@code
+     *     FlinkCompactionFilter.ListElementFilter}, called from compaction threads; if it throws,
+     *     the entry is kept
+     */
+    public static native void setTtlCompactionFilter(
+            long db,
+            int cf,
+            int layout,
+            int layoutParameter,
+            long ttlMillis,
+            long queryTimeAfterNumEntries,
+            Object timeProvider,
+            Object listElementFilter);
 }

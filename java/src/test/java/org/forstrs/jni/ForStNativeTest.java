@@ -322,6 +322,114 @@ class ForStNativeTest {
         assertStillWorks();
     }
 
+    // ---------------------------------------------------------------- TTL compaction filter
+
+    /** Java objects the compaction thread calls back; {@code fail} makes them throw. */
+    static final class Clock {
+        volatile long now;
+        volatile boolean fail;
+
+        long currentTimestamp() {
+            if (fail) {
+                throw new IllegalStateException("clock broken");
+            }
+            return now;
+        }
+    }
+
+    static final class Elements {
+        volatile int answer;
+        volatile boolean fail;
+
+        int nextUnexpiredOffset(byte[] list, long ttl, long currentTimestamp) {
+            if (fail) {
+                throw new IllegalStateException("cannot parse");
+            }
+            return answer;
+        }
+    }
+
+    @Test
+    void badTtlFilterArgumentsThrowIllegalArgument() {
+        assertBadFilter(9, 0, 10, 1, null, null, "unknown TTL layout 9");
+        assertBadFilter(1, 0, 0, 1, null, null, "must be positive");
+        assertBadFilter(1, 0, 10, -1, null, null, "must not be negative");
+        assertBadFilter(1, -1, 10, 1, null, null, "must not be negative");
+        assertBadFilter(2, 4, 10, 1, null, null, "list element length 4 < 8");
+        assertBadFilter(3, 0, 10, 1, null, null, "list element filter is null");
+        assertBadFilter(3, 0, 10, 1, null, new Object(), "has no method nextUnexpiredOffset");
+        assertBadFilter(1, 0, 10, 1, new Object(), null, "has no method currentTimestamp");
+        assertThatThrownBy(() -> ForStNative.setTtlCompactionFilter(db, 4242, 1, 0, 10, 1, null, null))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertStillWorks();
+    }
+
+    @Test
+    void failingJavaCallbacksMakeCompactionKeepEntries() {
+        final Clock clock = new Clock();
+        final Elements elements = new Elements();
+        final int lists = ForStNative.createColumnFamily(db, "lists");
+        // TtlValues with last-access time 0, expired at 10 for a TTL of 10 ms.
+        final byte[] value = ttlValue("v");
+        final byte[] list = (new String(ttlValue("a"), StandardCharsets.ISO_8859_1) + ","
+                        + new String(ttlValue("b"), StandardCharsets.ISO_8859_1))
+                .getBytes(StandardCharsets.ISO_8859_1);
+        putBytes(cf, "k", value);
+        putBytes(lists, "k", list);
+        ForStNative.setTtlCompactionFilter(db, cf, 1, 0, 10, 1, clock, null);
+        ForStNative.setTtlCompactionFilter(db, lists, 3, 0, 10, 1, clock, elements);
+        clock.now = 10;
+
+        clock.fail = true;
+        compact();
+        assertThat(get(cf, "k")).as("no time, nothing expires").isNotNull();
+        clock.fail = false;
+        elements.fail = true;
+        compact();
+        assertThat(get(cf, "k")).isNull();
+        assertThat(get(lists, "k")).as("element filter threw").isNotNull();
+        elements.fail = false;
+        elements.answer = 3; // inside the first element, not after a ','
+        compact();
+        assertThat(get(lists, "k")).as("bad offset").isNotNull();
+        elements.answer = ttlValue("a").length + 1;
+        compact();
+        assertThat(get(lists, "k")).isEqualTo(new String(ttlValue("b"), StandardCharsets.UTF_8));
+        assertStillWorks();
+    }
+
+    private void assertBadFilter(
+            int layout,
+            int parameter,
+            long ttl,
+            long queryAfter,
+            Object clock,
+            Object elements,
+            String message) {
+        assertThatThrownBy(
+                        () ->
+                                ForStNative.setTtlCompactionFilter(
+                                        db, cf, layout, parameter, ttl, queryAfter, clock, elements))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(message);
+    }
+
+    private static byte[] ttlValue(String user) {
+        final byte[] bytes = user.getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(8 + bytes.length).putLong(0).put(bytes).array();
+    }
+
+    private void putBytes(int family, String key, byte[] value) {
+        final ByteBuffer k = direct(key);
+        final ByteBuffer v = ByteBuffer.allocateDirect(value.length).put(value).flip();
+        ForStNative.put(db, family, k, 0, k.capacity(), v, 0, value.length);
+    }
+
+    private void compact() {
+        ForStNative.flush(db);
+        ForStNative.compact(db);
+    }
+
     // ---------------------------------------------------------------- loader
 
     @Test

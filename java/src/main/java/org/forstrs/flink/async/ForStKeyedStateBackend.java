@@ -1,5 +1,6 @@
 package org.forstrs.flink.async;
 
+import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.api.common.ExecutionConfig;
 import org.apache.flink.api.common.state.v2.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.v2.MapStateDescriptor;
@@ -45,6 +46,7 @@ import org.forstrs.flink.snapshot.ForStSnapshotResources;
 import org.forstrs.flink.snapshot.ForStSnapshotStrategy;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.TtlCompactionFilter;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -189,6 +191,12 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         return dbUri;
     }
 
+    /** The backend's database, for tests that look at what it stores. */
+    @VisibleForTesting
+    public NativeDb getNativeDb() {
+        return db;
+    }
+
     @Override
     public void setup(@Nonnull StateRequestHandler stateRequestHandler) {
         this.stateRequestHandler = stateRequestHandler;
@@ -246,6 +254,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         }
         registerStateMetaInfo(stateDesc, namespaceSerializer);
         int cf = columnFamily(id);
+        TtlCompactionFilter.configure(db, cf, stateDesc, ttlTimeProvider);
         KeySerde<K, N> keys =
                 new KeySerde<>(keyBuilderFactory(), namespaceSerializer, defaultNamespace);
         switch (stateDesc.getType()) {

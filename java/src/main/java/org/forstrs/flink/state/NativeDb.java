@@ -58,6 +58,47 @@ public final class NativeDb implements Closeable {
         }
     }
 
+    /** See {@link ForStNative#setTtlCompactionFilter}. */
+    void setTtlCompactionFilter(
+            int cf,
+            int layout,
+            int layoutParameter,
+            long ttlMillis,
+            long queryTimeAfterNumEntries,
+            Object timeProvider,
+            Object listElementFilter) {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.setTtlCompactionFilter(
+                    handle,
+                    cf,
+                    layout,
+                    layoutParameter,
+                    ttlMillis,
+                    queryTimeAfterNumEntries,
+                    timeProvider,
+                    listElementFilter);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Flushes, compacts every file into the last level and waits (for tests: settles deletes,
+     * drops expired TTL entries).
+     */
+    public void compact() {
+        lock.readLock().lock();
+        try {
+            checkOpen();
+            ForStNative.flush(handle);
+            ForStNative.compact(handle);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
     /** See {@link ForStNative#executeBatch}. */
     public long executeBatch(ByteBuffer request, int requestLength, ByteBuffer response) {
         lock.readLock().lock();

@@ -1,5 +1,6 @@
 package org.forstrs.flink.sync;
 
+import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.api.common.ExecutionConfig;
 import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.ReducingStateDescriptor;
@@ -55,6 +56,7 @@ import org.forstrs.flink.snapshot.ForStSnapshotResources;
 import org.forstrs.flink.snapshot.ForStSnapshotStrategy;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.TtlCompactionFilter;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -241,6 +243,12 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         return dbUri;
     }
 
+    /** The backend's database, for tests that look at what it stores. */
+    @VisibleForTesting
+    public NativeDb getNativeDb() {
+        return db;
+    }
+
     /** What the last completed snapshot of this backend cost; null before the first. */
     public CheckpointStats getLastCheckpointStats() {
         return lastCheckpointStats;
@@ -308,6 +316,10 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         }
         if (allowFutureMetadataUpdates) {
             metaInfo = metaInfo.withSerializerUpgradesAllowed();
+        } else {
+            // As Flink's RocksDB backend: not while the serializer may still change.
+            TtlCompactionFilter.configure(
+                    db, cf, stateDesc, metaInfo.getStateSerializer(), ttlTimeProvider);
         }
         states.put(name, new StateInfo(cf, metaInfo));
         metaInfoSnapshots = null;
