@@ -13,6 +13,8 @@ import org.forstrs.flink.ForStStateBackend;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -28,6 +30,17 @@ final class FailoverAttempts {
         NEW_JOB,
         /** One job for the whole test, each backend the next attempt of the subtask. */
         FAILOVER
+    }
+
+    /** The suites' parameters: checkpoint storage ("jobmanager", "filesystem") x {@link Restore}. */
+    static List<Object[]> storagesAndRestores() {
+        List<Object[]> cases = new ArrayList<>();
+        for (String storage : List.of("jobmanager", "filesystem")) {
+            for (Restore restore : Restore.values()) {
+                cases.add(new Object[] {storage, restore});
+            }
+        }
+        return cases;
     }
 
     private final JobID job = new JobID();

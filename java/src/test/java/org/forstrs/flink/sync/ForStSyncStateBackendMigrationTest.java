@@ -16,7 +16,6 @@ import org.forstrs.flink.sync.FailoverAttempts.Restore;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -40,13 +39,7 @@ class ForStSyncStateBackendMigrationTest extends StateBackendMigrationTestBase<F
 
     @Parameters(name = "checkpoint storage: {0}, restore: {1}")
     public static List<Object[]> parameters() {
-        List<Object[]> cases = new ArrayList<>();
-        for (String storage : List.of("jobmanager", "filesystem")) {
-            for (Restore restore : Restore.values()) {
-                cases.add(new Object[] {storage, restore});
-            }
-        }
-        return cases;
+        return FailoverAttempts.storagesAndRestores();
     }
 
     @Override

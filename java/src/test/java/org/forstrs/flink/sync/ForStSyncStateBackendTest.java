@@ -25,7 +25,6 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -56,13 +55,7 @@ class ForStSyncStateBackendTest extends StateBackendTestBase<ForStStateBackend> 
 
     @Parameters(name = "checkpoint storage: {0}, restore: {1}")
     public static List<Object[]> parameters() {
-        List<Object[]> cases = new ArrayList<>();
-        for (String storage : List.of("jobmanager", "filesystem")) {
-            for (Restore restore : Restore.values()) {
-                cases.add(new Object[] {storage, restore});
-            }
-        }
-        return cases;
+        return FailoverAttempts.storagesAndRestores();
     }
 
     @Override
