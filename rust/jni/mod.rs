@@ -10,6 +10,7 @@
 //! file-system bridge, later) can attach as daemons ([`attach_daemon`]) and never block JVM exit.
 
 pub mod buffers;
+pub mod build_info;
 pub mod checkpoints;
 #[cfg(test)]
 mod file_transfer_tests;

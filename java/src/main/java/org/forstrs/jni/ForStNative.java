@@ -39,6 +39,9 @@ public final class ForStNative {
         NativeLibraryLoader.ensureLoaded();
     }
 
+    /** The engine's version and the git revision it was built from. */
+    public static native String buildInfo();
+
     /**
      * Opens (or creates) a database.
      *

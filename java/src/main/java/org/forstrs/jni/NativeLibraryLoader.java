@@ -22,8 +22,9 @@ import java.util.Locale;
  * once (a static guard). The file is deleted right after loading: the loaded mapping stays valid
  * on Linux.
  *
- * <p>The system property {@value #TMP_DIR_PROPERTY} chooses the extraction directory (default:
- * {@code java.io.tmpdir}).
+ * <p>The extraction directory is, first found: the system property {@value #TMP_DIR_PROPERTY},
+ * the directory set by {@link #extractInto} (the backend factory passes Flink's {@code
+ * io.tmp.dirs}), {@code java.io.tmpdir}.
  */
 public final class NativeLibraryLoader {
 
@@ -35,6 +36,8 @@ public final class NativeLibraryLoader {
     private static final Object LOCK = new Object();
 
     private static volatile String loadedFrom;
+
+    private static volatile String extractionDirectory;
 
     private NativeLibraryLoader() {}
 
@@ -61,7 +64,7 @@ public final class NativeLibraryLoader {
                 } finally {
                     Files.deleteIfExists(file);
                 }
-                loadedFrom = resource + " (" + file.getFileName() + ")";
+                loadedFrom = resource + " (" + file.toAbsolutePath() + ")";
             } catch (IOException e) {
                 final UnsatisfiedLinkError error =
                         new UnsatisfiedLinkError(
@@ -72,7 +75,15 @@ public final class NativeLibraryLoader {
         }
     }
 
-    /** Where the library was loaded from (resource and file name), or null if not loaded yet. */
+    /**
+     * Extract into {@code directory} unless the system property {@value #TMP_DIR_PROPERTY} says
+     * otherwise; no effect once the library is loaded.
+     */
+    public static void extractInto(String directory) {
+        extractionDirectory = directory;
+    }
+
+    /** Where the library was loaded from (resource and extracted file), or null if not loaded yet. */
     public static String loadedFrom() {
         return loadedFrom;
     }
@@ -106,7 +117,10 @@ public final class NativeLibraryLoader {
     }
 
     private static Path extract(byte[] library) throws IOException {
-        final String dirName = System.getProperty(TMP_DIR_PROPERTY);
+        String dirName = System.getProperty(TMP_DIR_PROPERTY);
+        if (dirName == null) {
+            dirName = extractionDirectory;
+        }
         final Path dir =
                 Paths.get(dirName != null ? dirName : System.getProperty("java.io.tmpdir"));
         Files.createDirectories(dir);

@@ -1,9 +1,15 @@
 package org.forstrs.jni;
 
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.configuration.ReadableConfig;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.File;
 import java.lang.reflect.Method;
+import java.net.MalformedURLException;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.ByteBuffer;
@@ -67,6 +73,59 @@ class ForStJarITCase {
         final String hash = NativeLibraryLoader.sha256(Files.readAllBytes(extractLibrary(jar)));
         assertThat(loadedFrom[0]).contains("libforst-" + hash + "-");
         assertThat(loadedFrom[1]).contains("libforst-" + hash + "-").isNotEqualTo(loadedFrom[0]);
+    }
+
+    /**
+     * The backend factory extracts the library into Flink's first {@code io.tmp.dirs} (not {@code
+     * java.io.tmpdir}) and leaves nothing there; the engine names its version and revision.
+     */
+    @Test
+    void factoryExtractsTheLibraryIntoFlinksTemporaryDirectory() throws Exception {
+        final Path jar = Paths.get(System.getProperty("forstjni.jar", "target/forstjni.jar"));
+        final Path flinkTmp = Files.createDirectories(dir.resolve("flink-tmp"));
+        try (JarFirstLoader loader = new JarFirstLoader(jar)) {
+            final Class<?> factory =
+                    Class.forName("org.forstrs.flink.ForStStateBackendFactory", true, loader);
+            final Configuration config = new Configuration();
+            config.set(CoreOptions.TMP_DIRS, flinkTmp + File.pathSeparator + dir);
+            final Object backend =
+                    method(factory, "createFromConfig", ReadableConfig.class, ClassLoader.class)
+                            .invoke(factory.getConstructor().newInstance(), config, loader);
+            assertThat(backend.getClass().getClassLoader()).isSameAs(loader);
+
+            final Class<?> loaderClass =
+                    Class.forName(NativeLibraryLoader.class.getName(), true, loader);
+            assertThat((String) method(loaderClass, "loadedFrom").invoke(null))
+                    .contains(flinkTmp.resolve("libforst-").toString());
+            assertThat(flinkTmp).as("extracted library removed after loading").isEmptyDirectory();
+            final Class<?> nativeClass = Class.forName(ForStNative.class.getName(), true, loader);
+            assertThat((String) method(nativeClass, "buildInfo").invoke(null))
+                    .matches("\\d+\\.\\d+\\.\\d+\\S* \\(git ([0-9a-f]{12}|unknown)\\)");
+        }
+    }
+
+    /** Our classes from the jar itself; Flink's from the test's class path. */
+    private static final class JarFirstLoader extends URLClassLoader {
+        JarFirstLoader(Path jar) throws MalformedURLException {
+            super(new URL[] {jar.toUri().toURL()}, ForStJarITCase.class.getClassLoader());
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            if (!name.startsWith("org.forstrs.")) {
+                return super.loadClass(name, resolve);
+            }
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> loaded = findLoadedClass(name);
+                if (loaded == null) {
+                    loaded = findClass(name);
+                }
+                if (resolve) {
+                    resolveClass(loaded);
+                }
+                return loaded;
+            }
+        }
     }
 
     private Path extractLibrary(Path jar) throws Exception {

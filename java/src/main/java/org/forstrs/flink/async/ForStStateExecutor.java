@@ -189,7 +189,7 @@ final class ForStStateExecutor implements StateExecutor {
     public void shutdown() {
         if (!shutdown) {
             long n = batches.get();
-            LOG.info(
+            LOG.debug(
                     "ForSt-RS state executor shutting down: {} batches, {} requests ({} per batch)",
                     n,
                     requestsRun.get(),

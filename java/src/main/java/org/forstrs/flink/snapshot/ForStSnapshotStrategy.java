@@ -98,7 +98,8 @@ public final class ForStSnapshotStrategy<K>
     }
 
     private void report(CheckpointStats stats) {
-        LOG.info(
+        // one line per subtask per checkpoint: DEBUG, or it floods the task managers' logs
+        LOG.debug(
                 "ForSt-RS checkpoint {} of backend {}: sync {} us, async {} ms, {} files copied"
                         + " ({} bytes), {} reused, {} bytes through the process",
                 stats.checkpointId(),

@@ -11,6 +11,7 @@ import java.io.File;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 
@@ -69,9 +70,10 @@ public final class DbDirectory {
             try {
                 Files.createDirectories(dir);
                 return;
-            } catch (NoSuchFileException e) {
-                // a parent made by this call was removed by another subtask's cleanup: once the
-                // directory exists, its parents are not empty and no cleanup removes them
+            } catch (NoSuchFileException | FileAlreadyExistsException e) {
+                // a parent made by this call was removed by another subtask's cleanup (the JDK
+                // reports a parent that vanished between its two checks as "already exists"):
+                // once the directory exists, its parents are not empty and no cleanup removes them
                 if (attempt == CREATE_ATTEMPTS) {
                     throw e;
                 }

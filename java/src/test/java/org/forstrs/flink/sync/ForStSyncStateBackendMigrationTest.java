@@ -11,6 +11,7 @@ import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.config.ForStOptions;
+import org.forstrs.flink.sync.FailoverAttempts.Restore;
 
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -22,7 +23,8 @@ import java.util.concurrent.TimeUnit;
  * Flink's serializer upgrade suite ({@link StateBackendMigrationTestBase}) against the
  * synchronous ForSt-RS keyed backend: state migration (values rewritten with the new
  * serializer), refused incompatible serializers ({@code StateMigrationException}), TTL switched
- * on and off, with JobManager and file-system checkpoint storage.
+ * on and off, with JobManager and file-system checkpoint storage, restoring as a failover (same
+ * job, next attempt) and under a new job ({@link FailoverAttempts}).
  */
 @ExtendWith(ParameterizedTestExtension.class)
 @Timeout(value = 5, unit = TimeUnit.MINUTES) // a hang guard only, far above any template's cost
@@ -30,16 +32,21 @@ class ForStSyncStateBackendMigrationTest extends StateBackendMigrationTestBase<F
 
     @Parameter public String checkpointStorage;
 
-    @Parameters(name = "checkpoint storage: {0}")
-    public static List<String> parameters() {
-        return List.of("jobmanager", "filesystem");
+    @Parameter(1)
+    public Restore restore;
+
+    private final FailoverAttempts attempts = new FailoverAttempts();
+
+    @Parameters(name = "checkpoint storage: {0}, restore: {1}")
+    public static List<Object[]> parameters() {
+        return FailoverAttempts.storagesAndRestores();
     }
 
     @Override
     protected ForStStateBackend getStateBackend() {
         Configuration settings = new Configuration();
         settings.set(ForStOptions.LOCAL_DIRECTORIES, tempFolder.resolve("local").toString());
-        return new ForStStateBackend(settings);
+        return attempts.backend(settings, restore);
     }
 
     @Override

@@ -1,7 +1,9 @@
 package org.forstrs.flink.sync;
 
+import org.apache.flink.api.common.typeutils.base.IntSerializer;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.state.CheckpointStorage;
+import org.apache.flink.runtime.state.CheckpointableKeyedStateBackend;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.StateBackendTestBase;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
@@ -9,22 +11,34 @@ import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameter;
 import org.apache.flink.testutils.junit.extensions.parameterized.ParameterizedTestExtension;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
+import org.apache.flink.util.IOUtils;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.config.ForStOptions;
+import org.forstrs.flink.sync.FailoverAttempts.Restore;
 
+import org.junit.jupiter.api.TestTemplate;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Flink's generic keyed state backend suite ({@link StateBackendTestBase}, the suite of Flink's
  * heap and RocksDB backends) against the synchronous ForSt-RS keyed backend, with JobManager and
- * file-system checkpoint storage.
+ * file-system checkpoint storage, restoring as a failover (same job, next attempt) and under a new
+ * job ({@link FailoverAttempts}).
  */
 @ExtendWith(ParameterizedTestExtension.class)
 @Timeout(value = 5, unit = TimeUnit.MINUTES) // a hang guard only, far above any template's cost
@@ -34,16 +48,21 @@ class ForStSyncStateBackendTest extends StateBackendTestBase<ForStStateBackend> 
 
     @Parameter public String checkpointStorage;
 
-    @Parameters(name = "checkpoint storage: {0}")
-    public static List<String> parameters() {
-        return List.of("jobmanager", "filesystem");
+    @Parameter(1)
+    public Restore restore;
+
+    private final FailoverAttempts attempts = new FailoverAttempts();
+
+    @Parameters(name = "checkpoint storage: {0}, restore: {1}")
+    public static List<Object[]> parameters() {
+        return FailoverAttempts.storagesAndRestores();
     }
 
     @Override
     protected ConfigurableStateBackend getStateBackend() {
         Configuration settings = new Configuration();
         settings.set(ForStOptions.LOCAL_DIRECTORIES, tempDir.resolve("local").toString());
-        return new ForStStateBackend(settings);
+        return attempts.backend(settings, restore);
     }
 
     @Override
@@ -62,5 +81,50 @@ class ForStSyncStateBackendTest extends StateBackendTestBase<ForStStateBackend> 
     @Override
     protected boolean supportsAsynchronousSnapshots() {
         return true;
+    }
+
+    /**
+     * The restore mode reaches the backend: two backends of one test share the job directory as
+     * consecutive attempts of the subtask (failover), or each has its own job (new job).
+     */
+    @TestTemplate
+    void restoreModeDecidesJobAndAttempt() throws Exception {
+        Path root = tempDir.resolve("local/forst-rs");
+        Set<Path> before = dbDirectories(root);
+        CheckpointableKeyedStateBackend<Integer> first = createKeyedBackend(IntSerializer.INSTANCE);
+        CheckpointableKeyedStateBackend<Integer> second = createKeyedBackend(IntSerializer.INSTANCE);
+        try {
+            Set<Path> opened = dbDirectories(root);
+            opened.removeAll(before);
+            assertThat(opened).hasSize(2);
+            Set<String> jobs = new HashSet<>();
+            Set<String> subtasks = new HashSet<>();
+            for (Path db : opened) {
+                jobs.add(db.getName(0).toString());
+                subtasks.add(db.getName(2).toString());
+            }
+            if (restore == Restore.FAILOVER) {
+                assertThat(jobs).hasSize(1);
+                assertThat(subtasks).hasSize(2).allMatch(s -> s.matches("subtask_0_attempt_\\d+"));
+            } else {
+                assertThat(jobs).hasSize(2);
+                assertThat(subtasks).containsExactly("subtask_0_attempt_0");
+            }
+        } finally {
+            IOUtils.closeQuietly(first::dispose);
+            IOUtils.closeQuietly(second::dispose);
+        }
+    }
+
+    /** {@code <job>/op_<operator>/<subtask>} of every DB directory under {@code root}. */
+    private static Set<Path> dbDirectories(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return new HashSet<>();
+        }
+        try (Stream<Path> paths = Files.walk(root, 3)) {
+            return paths.filter(p -> root.relativize(p).getNameCount() == 3)
+                    .map(root::relativize)
+                    .collect(Collectors.toCollection(HashSet::new));
+        }
     }
 }
