@@ -1,23 +1,29 @@
 package org.forstrs.flink.config;
 
 import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.IllegalConfigurationException;
 import org.apache.flink.configuration.ReadableConfig;
 
 import org.forstrs.flink.config.EngineOptions.EngineOption;
 import org.forstrs.flink.config.EngineOptions.Type;
 import org.forstrs.flink.config.ForStConfigurableOptions.CompressionType;
+import org.forstrs.jni.ForStNative;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.BiFunction;
 
 /**
- * The one place where Flink's ForSt keys map onto engine options ({@link EngineOptions}). A key
- * that is not set leaves the engine's default. Numbers below an engine minimum are raised to it
- * (logged once), as RocksDB sanitizes Flink's values; Flink's own checks ran before.
+ * How a configuration becomes engine options: the one place where Flink's ForSt keys map onto
+ * engine options ({@link EngineOptions}), then the engine's own keys ({@code
+ * state.backend.forst.engine.*}), checked by the engine. A key that is not set leaves the
+ * engine's default. Numbers below an engine minimum are raised to it (logged once), as RocksDB
+ * sanitizes Flink's values; Flink's own checks ran before.
  */
 final class EngineOptionMapping {
 
@@ -124,8 +130,59 @@ final class EngineOptionMapping {
 
     private EngineOptionMapping() {}
 
+    /**
+     * The engine options of {@code config}: Flink's keys mapped by {@link EngineOptionMapping},
+     * then {@code state.backend.forst.engine.*} (which win), checked by the engine as it would
+     * open a DB with them.
+     */
+    static Map<String, String> engineOptions(ReadableConfig config) {
+        Map<String, Setting> settings = engineSettings(config);
+        for (Map.Entry<String, String> e : new TreeMap<>(config.toMap()).entrySet()) {
+            if (e.getKey().startsWith(EngineOptions.KEY_PREFIX)) {
+                EngineOption option =
+                        EngineOptions.get(e.getKey().substring(EngineOptions.KEY_PREFIX.length()));
+                settings.put(
+                        option.name(),
+                        new Setting(option.parse(e.getKey(), e.getValue()), e.getKey()));
+            }
+        }
+        Map<String, String> engine = new LinkedHashMap<>();
+        settings.forEach((name, setting) -> engine.put(name, setting.value()));
+        if (engine.isEmpty()) {
+            return engine;
+        }
+        try {
+            ForStNative.checkOptions(pairs(engine));
+        } catch (IllegalArgumentException e) {
+            // The engine's message names the engine options at fault; name their keys.
+            List<String> keys = new ArrayList<>();
+            settings.forEach(
+                    (name, setting) -> {
+                        if (e.getMessage().contains("'" + name + "'")) {
+                            keys.add("'" + setting.sourceKey() + "'");
+                        }
+                    });
+            if (keys.isEmpty()) {
+                settings.values().forEach(setting -> keys.add("'" + setting.sourceKey() + "'"));
+            }
+            throw new IllegalConfigurationException(
+                    "Invalid value for " + String.join(" / ", keys) + ": " + e.getMessage(), e);
+        }
+        return engine;
+    }
+
+    private static String[] pairs(Map<String, String> options) {
+        List<String> out = new ArrayList<>();
+        options.forEach(
+                (k, v) -> {
+                    out.add(k);
+                    out.add(v);
+                });
+        return out.toArray(new String[0]);
+    }
+
     /** The engine options the Flink keys of {@code config} set, by engine option name. */
-    static Map<String, Setting> engineSettings(ReadableConfig config) {
+    private static Map<String, Setting> engineSettings(ReadableConfig config) {
         Map<String, Setting> out = new LinkedHashMap<>();
         for (Mapping<?> mapping : MAPPINGS) {
             mapping.apply(config, out);

@@ -9,11 +9,9 @@ import org.apache.flink.core.fs.Path;
 
 import org.forstrs.flink.config.ForStConfigurableOptions.CompactionStyle;
 import org.forstrs.flink.config.ForStOptions.TimerServiceType;
-import org.forstrs.jni.ForStNative;
 
 import javax.annotation.Nullable;
 
-import java.io.File;
 import java.io.Serializable;
 import java.net.URI;
 import java.util.ArrayList;
@@ -22,7 +20,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
@@ -48,24 +45,6 @@ public final class ForStBackendConfig implements Serializable {
                             ForStMetricOptions.ALL)
                     .flatMap(List::stream)
                     .toList();
-
-    /** Flink's keys that must be larger than 0 ({@code ForStConfigurableOptions}). */
-    private static final List<ConfigOption<Integer>> POSITIVE_INTS =
-            List.of(
-                    ForStConfigurableOptions.MAX_BACKGROUND_THREADS,
-                    ForStConfigurableOptions.LOG_FILE_NUM,
-                    ForStConfigurableOptions.MAX_WRITE_BUFFER_NUMBER,
-                    ForStConfigurableOptions.MIN_WRITE_BUFFER_NUMBER_TO_MERGE);
-
-    /** Flink's sizes that must be larger than 0. */
-    private static final List<ConfigOption<MemorySize>> POSITIVE_SIZES =
-            List.of(
-                    ForStConfigurableOptions.TARGET_FILE_SIZE_BASE,
-                    ForStConfigurableOptions.MAX_SIZE_LEVEL_BASE,
-                    ForStConfigurableOptions.WRITE_BUFFER_SIZE,
-                    ForStConfigurableOptions.BLOCK_SIZE,
-                    ForStConfigurableOptions.METADATA_BLOCK_SIZE,
-                    ForStConfigurableOptions.BLOCK_CACHE_SIZE);
 
     /** {@code null}: under the local directory; otherwise a normalized URI string. */
     @Nullable private final String primaryDir;
@@ -125,7 +104,7 @@ public final class ForStBackendConfig implements Serializable {
         for (ConfigOption<?> option : ALL_OPTIONS) {
             getOptional(config, option);
         }
-        checkFlinkRanges(config);
+        FlinkRangeChecks.check(config);
 
         String primaryKey = keyInUse(config, ForStOptions.PRIMARY_DIR);
         String primaryValue = get(config, ForStOptions.PRIMARY_DIR).trim();
@@ -171,7 +150,7 @@ public final class ForStBackendConfig implements Serializable {
 
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
         boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
-        Map<String, String> engine = engineOptions(config);
+        Map<String, String> engine = EngineOptionMapping.engineOptions(config);
         NoEffectOptions.logSetKeys(config);
 
         return new ForStBackendConfig(
@@ -187,43 +166,6 @@ public final class ForStBackendConfig implements Serializable {
                 forceProxy,
                 syncEnforceLocal,
                 engine);
-    }
-
-    /** Flink's checks of its ForSt keys (those Flink makes when it configures its backend). */
-    private static void checkFlinkRanges(ReadableConfig config) {
-        for (ConfigOption<Integer> option : POSITIVE_INTS) {
-            getOptional(config, option)
-                    .filter(v -> v <= 0)
-                    .ifPresent(v -> fail(option, v, "must be larger than 0"));
-        }
-        for (ConfigOption<MemorySize> option : POSITIVE_SIZES) {
-            getOptional(config, option)
-                    .filter(v -> v.getBytes() <= 0)
-                    .ifPresent(v -> fail(option, v, "must be larger than 0"));
-        }
-        getOptional(config, ForStConfigurableOptions.LOG_DIR)
-                .filter(dir -> !new File(dir).isAbsolute())
-                .ifPresent(
-                        dir ->
-                                fail(
-                                        ForStConfigurableOptions.LOG_DIR,
-                                        dir,
-                                        "must be an absolute path"));
-        double overlap = get(config, ForStConfigurableOptions.RESTORE_OVERLAP_FRACTION_THRESHOLD);
-        if (!(overlap >= 0 && overlap <= 1)) {
-            fail(
-                    ForStConfigurableOptions.RESTORE_OVERLAP_FRACTION_THRESHOLD,
-                    overlap,
-                    "must be between 0 and 1");
-        }
-        getOptional(config, ForStConfigurableOptions.COMPRESSION_PER_LEVEL)
-                .filter(levels -> levels.contains(null))
-                .ifPresent(
-                        levels ->
-                                fail(
-                                        ForStConfigurableOptions.COMPRESSION_PER_LEVEL,
-                                        levels,
-                                        "has an empty element"));
     }
 
     /**
@@ -304,59 +246,6 @@ public final class ForStBackendConfig implements Serializable {
         return Math.min(flinkThreads, MAX_BATCH_THREADS);
     }
 
-    /**
-     * The engine options of {@code config}: Flink's keys mapped by {@link EngineOptionMapping},
-     * then {@code state.backend.forst.engine.*} (which win), checked by the engine as it would
-     * open a DB with them.
-     */
-    private static Map<String, String> engineOptions(ReadableConfig config) {
-        Map<String, EngineOptionMapping.Setting> settings =
-                EngineOptionMapping.engineSettings(config);
-        for (Map.Entry<String, String> e : new TreeMap<>(config.toMap()).entrySet()) {
-            if (e.getKey().startsWith(EngineOptions.KEY_PREFIX)) {
-                EngineOptions.EngineOption option =
-                        EngineOptions.get(e.getKey().substring(EngineOptions.KEY_PREFIX.length()));
-                settings.put(
-                        option.name(),
-                        new EngineOptionMapping.Setting(
-                                option.parse(e.getKey(), e.getValue()), e.getKey()));
-            }
-        }
-        Map<String, String> engine = new LinkedHashMap<>();
-        settings.forEach((name, setting) -> engine.put(name, setting.value()));
-        if (engine.isEmpty()) {
-            return engine;
-        }
-        try {
-            ForStNative.checkOptions(pairs(engine));
-        } catch (IllegalArgumentException e) {
-            // The engine's message names the engine options at fault; name their keys.
-            List<String> keys = new ArrayList<>();
-            settings.forEach(
-                    (name, setting) -> {
-                        if (e.getMessage().contains("'" + name + "'")) {
-                            keys.add("'" + setting.sourceKey() + "'");
-                        }
-                    });
-            if (keys.isEmpty()) {
-                settings.values().forEach(setting -> keys.add("'" + setting.sourceKey() + "'"));
-            }
-            throw new IllegalConfigurationException(
-                    "Invalid value for " + String.join(" / ", keys) + ": " + e.getMessage(), e);
-        }
-        return engine;
-    }
-
-    private static String[] pairs(Map<String, String> options) {
-        List<String> out = new ArrayList<>();
-        options.forEach(
-                (k, v) -> {
-                    out.add(k);
-                    out.add(v);
-                });
-        return out.toArray(new String[0]);
-    }
-
     private static void rejectUnknownKeys(ReadableConfig config) {
         TreeSet<String> known = new TreeSet<>();
         for (ConfigOption<?> option : ALL_OPTIONS) {
@@ -405,11 +294,11 @@ public final class ForStBackendConfig implements Serializable {
         return option.key();
     }
 
-    private static <T> T get(ReadableConfig config, ConfigOption<T> option) {
+    static <T> T get(ReadableConfig config, ConfigOption<T> option) {
         return parse(option, () -> config.get(option));
     }
 
-    private static <T> Optional<T> getOptional(ReadableConfig config, ConfigOption<T> option) {
+    static <T> Optional<T> getOptional(ReadableConfig config, ConfigOption<T> option) {
         return parse(option, () -> config.getOptional(option));
     }
 
@@ -428,7 +317,7 @@ public final class ForStBackendConfig implements Serializable {
         }
     }
 
-    private static void fail(ConfigOption<?> option, Object value, String why) {
+    static void fail(ConfigOption<?> option, Object value, String why) {
         throw new IllegalConfigurationException(
                 "Invalid value for '%s': %s (%s)", option.key(), value, why);
     }

@@ -12,7 +12,8 @@ import java.util.List;
  * the C++ ForSt), with Flink's types, so that a configuration written for Flink's ForSt works
  * here. {@link EngineOptionMapping} applies those whose meaning carries over to our engine; the
  * others are accepted and logged once as without effect ({@link NoEffectOptions}). Keys that map
- * onto an engine option have no default here: unset, the engine's default applies.
+ * onto an engine option have no default here: unset, the engine's default applies (see {@link
+ * EngineOptions}).
  */
 public final class ForStConfigurableOptions {
 
@@ -117,30 +118,29 @@ public final class ForStConfigurableOptions {
                     .memoryType()
                     .noDefaultValue()
                     .withDescription(
-                            "Target SST file size (engine option target-file-bytes).");
+                            "Target SST file size.");
 
     public static final ConfigOption<MemorySize> MAX_SIZE_LEVEL_BASE =
             ConfigOptions.key(PREFIX + "compaction.level.max-size-level-base")
                     .memoryType()
                     .noDefaultValue()
-                    .withDescription("Target size of L1 (engine option l1-target-bytes).");
+                    .withDescription("Target size of L1.");
 
     public static final ConfigOption<MemorySize> WRITE_BUFFER_SIZE =
             ConfigOptions.key(PREFIX + "writebuffer.size")
                     .memoryType()
                     .noDefaultValue()
                     .withDescription(
-                            "Memtable size that triggers a flush (engine option"
-                                    + " memtable-bytes); under a memory budget the smaller of"
-                                    + " this and the budget's share.");
+                            "Memtable size that triggers a flush; under a memory budget the"
+                                    + " smaller of this and the budget's share.");
 
     public static final ConfigOption<Integer> MAX_WRITE_BUFFER_NUMBER =
             ConfigOptions.key(PREFIX + "writebuffer.count")
                     .intType()
                     .noDefaultValue()
                     .withDescription(
-                            "Memtables in memory at most, the active one included (engine"
-                                    + " option max-frozen-memtables = count - 1, at least 1).");
+                            "Memtables in memory at most, the active one included; 1 runs as"
+                                    + " 2 (one active, one being flushed).");
 
     public static final ConfigOption<Integer> MIN_WRITE_BUFFER_NUMBER_TO_MERGE =
             ConfigOptions.key(PREFIX + "writebuffer.number-to-merge")
@@ -152,7 +152,7 @@ public final class ForStConfigurableOptions {
             ConfigOptions.key(PREFIX + "block.blocksize")
                     .memoryType()
                     .noDefaultValue()
-                    .withDescription("Data block size (engine option block-size).");
+                    .withDescription("Target size of data blocks.");
 
     public static final ConfigOption<MemorySize> METADATA_BLOCK_SIZE =
             ConfigOptions.key(PREFIX + "block.metadata-blocksize")
@@ -165,8 +165,7 @@ public final class ForStConfigurableOptions {
                     .memoryType()
                     .noDefaultValue()
                     .withDescription(
-                            "Block cache capacity (engine option block-cache-bytes) when no"
-                                    + " memory budget sizes the cache.");
+                            "Block cache capacity when no memory budget sizes the cache.");
 
     public static final ConfigOption<MemorySize> WRITE_BATCH_SIZE =
             ConfigOptions.key(PREFIX + "write-batch-size")
@@ -181,16 +180,14 @@ public final class ForStConfigurableOptions {
                     .booleanType()
                     .noDefaultValue()
                     .withDescription(
-                            "Whether SST files get a bloom filter; false sets engine option"
-                                    + " bloom-bits-per-key to 0. Default: the engine's (on).");
+                            "Whether SST files get a bloom filter. Default: the engine's (on).");
 
     public static final ConfigOption<Double> BLOOM_FILTER_BITS_PER_KEY =
             ConfigOptions.key(PREFIX + "bloom-filter.bits-per-key")
                     .doubleType()
                     .noDefaultValue()
                     .withDescription(
-                            "Bloom filter bits per key, rounded (engine option"
-                                    + " bloom-bits-per-key).");
+                            "Bloom filter bits per key, rounded to a whole number.");
 
     public static final ConfigOption<Boolean> BLOOM_FILTER_BLOCK_BASED_MODE =
             ConfigOptions.key(PREFIX + "bloom-filter.block-based-mode")
