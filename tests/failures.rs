@@ -259,12 +259,12 @@ fn bad_options_and_oversized_entries_are_refused_with_a_clear_error() {
     let bad = DbOptions { memtable_bytes: 1, ..options() };
     let err = Db::open_with_storage(memory("bad-options"), bad).err().expect("must refuse");
     assert!(
-        matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("memtable_bytes"),
+        matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("'memtable-bytes'"),
         "{err}"
     );
     let bad = DbOptions { l0_stop_trigger: 2, l0_compaction_trigger: 4, ..options() };
     let err = Db::open_with_storage(memory("bad-options"), bad).err().expect("must refuse");
-    assert!(err.to_string().contains("l0_stop_trigger"), "{err}");
+    assert!(err.to_string().contains("'l0-stop-trigger'"), "{err}");
 
     let db = Db::open_with_storage(memory("oversized"), options()).unwrap();
     let cf = db.create_cf("s").unwrap();

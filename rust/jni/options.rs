@@ -1,29 +1,26 @@
-//! Engine options from Java: a `String[]` of key/value pairs (`null` or empty: defaults).
-//! Unknown keys and bad values fail fast with a message that names the key.
+//! Engine options from Java: a `String[]` of key/value pairs (`null` or empty: defaults), parsed
+//! by the engine's one table of options ([`ENGINE_OPTIONS`]). Unknown keys and bad values fail
+//! fast with a message that names the key. Also the natives that hand that table to Java, check
+//! options without opening a database, and report the options an open database runs with.
 
+use ::jni::JNIEnv;
+use ::jni::objects::{JClass, JObject, JObjectArray};
+use ::jni::sys::{jint, jlong, jobjectArray};
+
+use super::guard::{JniResult, guard};
+use super::handles;
+use super::natives::strings;
 use crate::Error;
 use crate::lsm::DbOptions;
+use crate::lsm::options::ENGINE_OPTIONS;
 use crate::storage::StorageOptions;
 
 /// Prefixes of the keys that configure storage rather than the engine (see
 /// [`StorageOptions::set`]), e.g. `fs.force-proxy`.
 const STORAGE_KEY_PREFIXES: &[&str] = &["fs.", "s3.", "local."];
 
-/// The keys `ForStNative.open` accepts, with what they set.
-pub const KEYS: &[(&str, &str)] = &[
-    ("memtable-bytes", "memtable size that triggers a flush"),
-    ("max-frozen-memtables", "frozen memtables waiting for flush before writers stall"),
-    ("block-cache-bytes", "capacity of the in-memory block cache"),
-    ("target-file-bytes", "target SST file size"),
-    ("l0-compaction-trigger", "L0 files that trigger a compaction"),
-    ("l0-stop-trigger", "L0 files at which flushes wait for compaction"),
-    ("l1-target-bytes", "target size of L1"),
-    ("level-size-multiplier", "size ratio between levels"),
-    ("compaction-readahead-bytes", "bytes per storage request when compaction reads"),
-    ("auto-compaction", "run background compactions (true/false)"),
-    ("block-size", "target uncompressed data block size"),
-    ("bloom-bits-per-key", "bloom filter bits per key (0: no filter)"),
-];
+/// Columns of each row of `ForStNative.engineOptions`.
+pub const TABLE_COLUMNS: usize = 6;
 
 /// Splits the options of `ForStNative.open` into storage options (keys under
 /// [`STORAGE_KEY_PREFIXES`]) and engine options ([`parse`]).
@@ -50,46 +47,85 @@ pub fn parse(pairs: &[String]) -> crate::Result<DbOptions> {
     }
     let mut options = DbOptions::default();
     for pair in pairs.chunks(2) {
-        let (key, value) = (pair[0].as_str(), pair[1].as_str());
-        match key {
-            "memtable-bytes" => options.memtable_bytes = number(key, value)?,
-            "max-frozen-memtables" => options.max_frozen_memtables = number(key, value)?,
-            "block-cache-bytes" => options.block_cache_bytes = number(key, value)?,
-            "target-file-bytes" => options.target_file_bytes = number(key, value)?,
-            "l0-compaction-trigger" => options.l0_compaction_trigger = number(key, value)?,
-            "l0-stop-trigger" => options.l0_stop_trigger = number(key, value)?,
-            "l1-target-bytes" => options.l1_target_bytes = number(key, value)?,
-            "level-size-multiplier" => options.level_size_multiplier = number(key, value)?,
-            "compaction-readahead-bytes" => {
-                options.compaction_readahead_bytes = number(key, value)?
-            }
-            "auto-compaction" => options.auto_compaction = boolean(key, value)?,
-            "block-size" => options.table.block_size = number(key, value)?,
-            "bloom-bits-per-key" => options.table.bloom_bits_per_key = number(key, value)?,
-            _ => {
-                let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-                return Err(Error::invalid(format!(
-                    "unknown option '{key}' (known: {})",
-                    known.join(", ")
-                )));
-            }
-        }
+        options.set(&pair[0], &pair[1])?;
     }
     Ok(options)
 }
 
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> crate::Result<T> {
-    value.trim().parse().map_err(|_| {
-        Error::invalid(format!("option '{key}': '{value}' is not a non-negative integer"))
+/// The table of engine options, one row of [`TABLE_COLUMNS`] strings per option: name, type
+/// (`bytes`, `count`, `bool`, `choice`), default, minimum (empty: none), the choices joined by
+/// `,` (empty unless a choice), doc.
+pub fn table() -> Vec<String> {
+    let mut rows = Vec::with_capacity(ENGINE_OPTIONS.len() * TABLE_COLUMNS);
+    for option in ENGINE_OPTIONS {
+        rows.extend([
+            option.name.to_string(),
+            option.kind.name().to_string(),
+            option.default_value(),
+            option.min.map(|m| m.to_string()).unwrap_or_default(),
+            option.kind.choices().join(","),
+            option.doc.to_string(),
+        ]);
+    }
+    rows
+}
+
+fn string_array<'l>(env: &mut JNIEnv<'l>, items: &[String]) -> JniResult<JObjectArray<'l>> {
+    let array = env.new_object_array(items.len() as jint, "java/lang/String", JObject::null())?;
+    for (i, item) in items.iter().enumerate() {
+        let item = env.new_string(item)?;
+        let item = env.auto_local(item);
+        env.set_object_array_element(&array, i as jint, &*item)?;
+    }
+    Ok(array)
+}
+
+/// `static native String[] engineOptions()`: [`table`].
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_engineOptions<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+) -> jobjectArray {
+    guard(&mut env, |env| string_array(env, &table())).into_raw()
+}
+
+/// `static native void checkOptions(String[] options)`: parses and validates the options of
+/// `open` as `open` does, without opening anything; throws `IllegalArgumentException` naming the
+/// option that is wrong.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkOptions<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    options: JObjectArray<'l>,
+) {
+    guard(&mut env, |env| {
+        let (options, _) = parse_open(&strings(env, &options, "options")?)?;
+        options.validate()?;
+        Ok(())
     })
 }
 
-fn boolean(key: &str, value: &str) -> crate::Result<bool> {
-    match value.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(Error::invalid(format!("option '{key}': '{value}' is not true or false"))),
-    }
+/// `static native String[] optionsInEffect(long db)`: name/value pairs of every engine option of
+/// the open database, as the engine runs with them.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_optionsInEffect<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+) -> jobjectArray {
+    guard(&mut env, |env| {
+        let handle = handles::DATABASES.get(db)?;
+        let pairs: Vec<String> = handle
+            .db
+            .inner
+            .options
+            .values()
+            .into_iter()
+            .flat_map(|(name, value)| [name.to_string(), value])
+            .collect();
+        string_array(env, &pairs)
+    })
+    .into_raw()
 }
 
 #[cfg(test)]
@@ -104,14 +140,14 @@ mod tests {
     fn parses_known_keys() {
         let options = parse(&strings(&[
             "memtable-bytes",
-            "1024",
+            "1024000",
             "auto-compaction",
             "false",
             "bloom-bits-per-key",
             "0",
         ]))
         .unwrap();
-        assert_eq!(options.memtable_bytes, 1024);
+        assert_eq!(options.memtable_bytes, 1_024_000);
         assert!(!options.auto_compaction);
         assert_eq!(options.table.bloom_bits_per_key, 0);
     }
@@ -120,14 +156,14 @@ mod tests {
     fn storage_keys_are_split_off() {
         let (db, storage) = parse_open(&strings(&[
             "memtable-bytes",
-            "2048",
+            "20480",
             "fs.force-proxy",
             "true",
             "local.fsync",
             "false",
         ]))
         .unwrap();
-        assert_eq!(db.memtable_bytes, 2048);
+        assert_eq!(db.memtable_bytes, 20480);
         assert!(storage.force_proxy && !storage.local_fsync);
         let e = parse_open(&strings(&["fs.force-proxy", "maybe"])).unwrap_err().to_string();
         assert!(e.contains("fs.force-proxy"), "{e}");
@@ -144,5 +180,20 @@ mod tests {
         let e = parse(&strings(&["auto-compaction", "yes"])).unwrap_err().to_string();
         assert!(e.contains("auto-compaction"), "{e}");
         assert!(parse(&strings(&["memtable-bytes"])).is_err());
+    }
+
+    #[test]
+    fn table_has_one_row_per_option_with_parseable_defaults() {
+        let table = table();
+        assert_eq!(table.len(), ENGINE_OPTIONS.len() * TABLE_COLUMNS);
+        for row in table.chunks(TABLE_COLUMNS) {
+            let options = parse(&[row[0].clone(), row[2].clone()]).unwrap();
+            options.validate().unwrap();
+        }
+        let compression = table.chunks(TABLE_COLUMNS).find(|r| r[0] == "compression").unwrap();
+        assert_eq!(compression[1], "choice");
+        assert_eq!(compression[4], "none,lz4");
+        let memtable = table.chunks(TABLE_COLUMNS).find(|r| r[0] == "memtable-bytes").unwrap();
+        assert_eq!((memtable[1].as_str(), memtable[3].as_str()), ("bytes", "4096"));
     }
 }

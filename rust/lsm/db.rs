@@ -120,7 +120,7 @@ impl Db {
     }
 
     pub fn open_with_storage(storage: StorageRef, options: DbOptions) -> Result<Db> {
-        validate(&options)?;
+        options.validate()?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
@@ -575,26 +575,6 @@ fn load_version(
         version.levels[level].push(Arc::new(file));
     }
     Ok(version)
-}
-
-fn validate(options: &DbOptions) -> Result<()> {
-    let checks = [
-        (options.memtable_bytes >= 4096, "memtable_bytes must be at least 4096"),
-        (options.max_frozen_memtables >= 1, "max_frozen_memtables must be at least 1"),
-        (options.target_file_bytes >= 4096, "target_file_bytes must be at least 4096"),
-        (options.l0_compaction_trigger >= 1, "l0_compaction_trigger must be at least 1"),
-        (
-            options.l0_stop_trigger > options.l0_compaction_trigger,
-            "l0_stop_trigger must be larger than l0_compaction_trigger",
-        ),
-        (options.level_size_multiplier >= 2, "level_size_multiplier must be at least 2"),
-        (options.table.block_size >= 64, "table.block_size must be at least 64"),
-        (options.table.restart_interval >= 1, "table.restart_interval must be at least 1"),
-    ];
-    match checks.iter().find(|(ok, _)| !ok) {
-        Some((_, message)) => Err(Error::invalid(message)),
-        None => Ok(()),
-    }
 }
 
 fn spawn_worker(name: &str, inner: &Arc<DbInner>, body: fn(&DbInner)) -> JoinHandle<()> {

@@ -7,6 +7,7 @@ import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.execution.Environment;
 import org.apache.flink.runtime.state.AbstractManagedMemoryStateBackend;
 import org.apache.flink.runtime.state.BackendBuildingException;
@@ -14,9 +15,12 @@ import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
+import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
+import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageAccess;
 
 import org.forstrs.flink.async.ForStKeyedStateBackend;
 import org.forstrs.flink.config.ForStBackendConfig;
+import org.forstrs.flink.config.ForStOptions;
 import org.forstrs.flink.config.WorkingDirPlacement;
 import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
 
@@ -26,6 +30,7 @@ import org.slf4j.LoggerFactory;
 import java.io.File;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
@@ -55,8 +60,15 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
 
     private static final long MIN_BLOCK_CACHE_BYTES = 1L << 20;
 
-    /** Memtables kept by the engine at once: one active plus frozen ones waiting for flush. */
+    /**
+     * Memtables kept by the engine at once unless configured: one active plus frozen ones waiting
+     * for flush.
+     */
     static final int MEMTABLES = 3;
+
+    private static final String MEMTABLE_BYTES = "memtable-bytes";
+    private static final String MAX_FROZEN_MEMTABLES = "max-frozen-memtables";
+    private static final String BLOCK_CACHE_BYTES = "block-cache-bytes";
 
     /** The {@code state.backend.forst.*} keys set explicitly on this instance. */
     private final Map<String, String> explicitSettings;
@@ -155,7 +167,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         env,
                         parameters.getJobID(),
                         parameters.getOperatorIdentifier(),
-                        config.isSyncEnforceLocal() ? null : config.getPrimaryDir());
+                        config.isSyncEnforceLocal() ? null : primaryBase(env));
         WorkingDirPlacement.check(dbUri, checkpointStorage(env));
         long[] memory = memoryBudget(env, parameters.getManagedMemoryFraction());
         LOG.info(
@@ -168,7 +180,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         return ForStSyncKeyedStateBackend.open(
                 parameters,
                 dbUri,
-                nativeOptions(memory, config.isForceProxy()),
+                nativeOptions(memory),
                 latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build(),
                 sizeTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build());
     }
@@ -191,7 +203,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 parameters,
                 env.getExecutionConfig(),
                 dbUri,
-                nativeOptions(memory, config.isForceProxy()),
+                nativeOptions(memory),
                 config.isInlineCoordinator() ? 0 : config.getBatchThreads());
     }
 
@@ -219,7 +231,34 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
 
     /** {@code <primary-dir>/<job>/op_<operator>/<subtask>_attempt_<n>} as a URI string. */
     String dbUri(Environment env, JobID jobId, String operatorIdentifier) {
-        return dbUri(env, jobId, operatorIdentifier, config.getPrimaryDir());
+        return dbUri(env, jobId, operatorIdentifier, primaryBase(env));
+    }
+
+    /**
+     * The primary directory as a URI string, or null for the local directory. {@code
+     * checkpoint-dir} is the job's task-owned checkpoint directory (Flink's ForSt uses the shared
+     * one, whose files Flink deletes as checkpoints are subsumed: see {@link
+     * WorkingDirPlacement}), or the local directory when checkpoints are not on a file system.
+     */
+    private String primaryBase(Environment env) {
+        if (!config.isPrimaryOnCheckpointDir()) {
+            return config.getPrimaryDir();
+        }
+        CheckpointStorageAccess storage = checkpointStorage(env);
+        if (!(storage instanceof FsCheckpointStorageAccess)) {
+            LOG.info(
+                    "'{}' is '{}' but checkpoints are not on a file system; using the local"
+                            + " directory",
+                    ForStOptions.PRIMARY_DIR.key(),
+                    ForStOptions.PRIMARY_DIR_CHECKPOINT);
+            return null;
+        }
+        Path taskOwned =
+                new Path(
+                        ((FsCheckpointStorageAccess) storage).getCheckpointsDirectory(),
+                        AbstractFsCheckpointStorageAccess.CHECKPOINT_TASK_OWNED_STATE_DIR);
+        return ForStBackendConfig.normalizeDir(
+                ForStOptions.PRIMARY_DIR.key(), taskOwned.toString());
     }
 
     /** As {@link #dbUri(Environment, JobID, String)} under {@code base} (null: local dir). */
@@ -248,8 +287,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
     }
 
     /**
-     * {memtable bytes, block cache bytes} for one keyed backend, or {0, 0} for the engine's
-     * defaults (no budget configured).
+     * {memtable bytes, block cache bytes} for one keyed backend from its memory budget, or {0, 0}
+     * when no budget is configured (the engine options apply as configured).
      */
     long[] memoryBudget(Environment env, double managedMemoryFraction) {
         long budget;
@@ -271,25 +310,44 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
             return new long[] {0, 0};
         }
         long writeBuffers = (long) (budget * config.getWriteBufferRatio());
-        long memtable = Math.max(MIN_MEMTABLE_BYTES, writeBuffers / MEMTABLES);
+        long memtable = Math.max(MIN_MEMTABLE_BYTES, writeBuffers / memtables());
         long cache = Math.max(MIN_BLOCK_CACHE_BYTES, budget - writeBuffers);
         return new long[] {memtable, cache};
+    }
+
+    /** Memtables in memory at once: the configured frozen ones plus the active one. */
+    private int memtables() {
+        String frozen = config.getEngineOptions().get(MAX_FROZEN_MEMTABLES);
+        return frozen == null ? MEMTABLES : Integer.parseInt(frozen) + 1;
     }
 
     private static double fractionOrOne(double fraction) {
         return fraction > 0 && fraction <= 1 ? fraction : 1.0;
     }
 
-    private static String[] nativeOptions(long[] memory, boolean forceProxy) {
-        List<String> options = new ArrayList<>();
+    /**
+     * The options of {@code ForStNative.open}: the configured engine options, under a memory
+     * budget its block cache size and its memtable share as the memtable cap (a configured
+     * memtable size stays if smaller, as RocksDB's write buffer size under a write buffer
+     * manager), and the storage keys.
+     */
+    String[] nativeOptions(long[] memory) {
+        Map<String, String> engine = new LinkedHashMap<>(config.getEngineOptions());
         if (memory[0] != 0) {
-            options.addAll(
-                    List.of(
-                            "memtable-bytes", Long.toString(memory[0]),
-                            "max-frozen-memtables", Integer.toString(MEMTABLES - 1),
-                            "block-cache-bytes", Long.toString(memory[1])));
+            String configured = engine.get(MEMTABLE_BYTES);
+            long memtable =
+                    configured == null ? memory[0] : Math.min(memory[0], Long.parseLong(configured));
+            engine.put(MEMTABLE_BYTES, Long.toString(memtable));
+            engine.put(MAX_FROZEN_MEMTABLES, Integer.toString(memtables() - 1));
+            engine.put(BLOCK_CACHE_BYTES, Long.toString(memory[1]));
         }
-        if (forceProxy) {
+        List<String> options = new ArrayList<>();
+        engine.forEach(
+                (name, value) -> {
+                    options.add(name);
+                    options.add(value);
+                });
+        if (config.isForceProxy()) {
             options.addAll(List.of("fs.force-proxy", "true"));
         }
         return options.toArray(new String[0]);

@@ -56,6 +56,23 @@ public final class ForStNative {
      */
     public static native long open(String url, String[] options);
 
+    /**
+     * The engine's options, the one definition Java reads them from: for each option six strings,
+     * name, type ({@code bytes}, {@code count}, {@code bool}, {@code choice}), default, minimum
+     * (empty: none), the allowed words joined by {@code ','} (empty unless a choice), doc.
+     */
+    public static native String[] engineOptions();
+
+    /**
+     * Parses and validates {@code options} as {@link #open} does, without opening anything.
+     *
+     * @throws IllegalArgumentException naming the option that is unknown or wrong
+     */
+    public static native void checkOptions(String[] options);
+
+    /** Name/value pairs of every engine option of an open database, as the engine runs with them. */
+    public static native String[] optionsInEffect(long db);
+
     /** Closes the database; unflushed writes are dropped (no WAL). The handle becomes invalid. */
     public static native void close(long db);
 

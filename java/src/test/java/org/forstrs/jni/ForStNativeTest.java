@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,6 +39,37 @@ class ForStNativeTest {
         if (db != 0) {
             ForStNative.close(db);
         }
+    }
+
+    // ---------------------------------------------------------------- engine options
+
+    @Test
+    void engineOptionsTableChecksAndOptionsInEffect() {
+        String[] table = ForStNative.engineOptions();
+        assertThat(table.length % 6).isZero();
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < table.length; i += 6) {
+            names.add(table[i]);
+        }
+        assertThat(names).contains("memtable-bytes", "block-cache-bytes", "compression");
+
+        List<String> inEffect = List.of(ForStNative.optionsInEffect(db));
+        assertThat(inEffect).containsSequence("memtable-bytes", "65536");
+        assertThat(inEffect).containsSequence("block-cache-bytes", "1048576");
+
+        ForStNative.checkOptions(new String[] {"memtable-bytes", "8192", "fs.force-proxy", "true"});
+        assertThatThrownBy(() -> ForStNative.checkOptions(new String[] {"memtable-bytes", "10"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'memtable-bytes'");
+        assertThatThrownBy(() -> ForStNative.checkOptions(new String[] {"no-such", "1"}))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'no-such'");
+
+        ForStNative.close(db);
+        long closed = db;
+        db = 0;
+        assertThatThrownBy(() -> ForStNative.optionsInEffect(closed))
+                .isInstanceOf(IllegalStateException.class);
     }
 
     // ---------------------------------------------------------------- single operations

@@ -7,17 +7,23 @@ import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.core.fs.Path;
 
+import org.forstrs.flink.config.ForStConfigurableOptions.CompactionStyle;
+import org.forstrs.flink.config.ForStOptions.TimerServiceType;
+
 import javax.annotation.Nullable;
 
 import java.io.Serializable;
 import java.net.URI;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The validated settings of a {@link org.forstrs.flink.ForStStateBackend}. Every value is checked
@@ -30,6 +36,15 @@ public final class ForStBackendConfig implements Serializable {
 
     /** Upper bound of {@link ForStOptions#EXECUTOR_BATCH_THREADS}. */
     static final int MAX_BATCH_THREADS = 64;
+
+    /** Every key of Flink's ForSt and of ours, except the engine's. */
+    static final List<ConfigOption<?>> ALL_OPTIONS =
+            Stream.of(
+                            ForStOptions.ALL,
+                            ForStConfigurableOptions.ALL,
+                            ForStMetricOptions.ALL)
+                    .flatMap(List::stream)
+                    .toList();
 
     /** {@code null}: under the local directory; otherwise a normalized URI string. */
     @Nullable private final String primaryDir;
@@ -46,8 +61,15 @@ public final class ForStBackendConfig implements Serializable {
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
 
+    /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
+    private final boolean primaryOnCheckpointDir;
+
+    /** Engine options set by the configuration, by engine option name (text values). */
+    private final LinkedHashMap<String, String> engineOptions;
+
     private ForStBackendConfig(
             @Nullable String primaryDir,
+            boolean primaryOnCheckpointDir,
             @Nullable List<String> localDirs,
             boolean managedMemory,
             @Nullable MemorySize fixedPerSlot,
@@ -56,8 +78,10 @@ public final class ForStBackendConfig implements Serializable {
             boolean inlineCoordinator,
             int batchThreads,
             boolean forceProxy,
-            boolean syncEnforceLocal) {
+            boolean syncEnforceLocal,
+            Map<String, String> engineOptions) {
         this.primaryDir = primaryDir;
+        this.primaryOnCheckpointDir = primaryOnCheckpointDir;
         this.localDirs = localDirs;
         this.managedMemory = managedMemory;
         this.fixedPerSlot = fixedPerSlot;
@@ -67,15 +91,25 @@ public final class ForStBackendConfig implements Serializable {
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
+        this.engineOptions = new LinkedHashMap<>(engineOptions);
     }
 
-    /** Reads and validates every {@code state.backend.forst.*} key of {@code config}. */
+    /**
+     * Reads and validates every {@code state.backend.forst.*} key of {@code config}: Flink's keys
+     * with Flink's types and checks, ours, and the engine's ({@link EngineOptions}). Keys without
+     * effect are logged once per JVM.
+     */
     public static ForStBackendConfig fromConfig(ReadableConfig config) {
         rejectUnknownKeys(config);
+        for (ConfigOption<?> option : ALL_OPTIONS) {
+            getOptional(config, option);
+        }
+        FlinkRangeChecks.check(config);
 
         String primaryKey = keyInUse(config, ForStOptions.PRIMARY_DIR);
         String primaryValue = get(config, ForStOptions.PRIMARY_DIR).trim();
-        String primaryDir = parsePrimaryDir(primaryKey, primaryValue);
+        boolean onCheckpointDir = primaryValue.equalsIgnoreCase(ForStOptions.PRIMARY_DIR_CHECKPOINT);
+        String primaryDir = onCheckpointDir ? null : parsePrimaryDir(primaryKey, primaryValue);
 
         List<String> localDirs =
                 getOptional(config, ForStOptions.LOCAL_DIRECTORIES)
@@ -86,47 +120,42 @@ public final class ForStBackendConfig implements Serializable {
         MemorySize perSlot =
                 getOptional(config, ForStOptions.FIX_PER_SLOT_MEMORY_SIZE).orElse(null);
         MemorySize perTm = getOptional(config, ForStOptions.FIX_PER_TM_MEMORY_SIZE).orElse(null);
-        if (perSlot != null && perTm != null) {
-            throw new IllegalConfigurationException(
-                    "'%s' and '%s' are exclusive; set at most one of them",
-                    ForStOptions.FIX_PER_SLOT_MEMORY_SIZE.key(),
-                    ForStOptions.FIX_PER_TM_MEMORY_SIZE.key());
-        }
         checkPositive(ForStOptions.FIX_PER_SLOT_MEMORY_SIZE, perSlot);
         checkPositive(ForStOptions.FIX_PER_TM_MEMORY_SIZE, perTm);
-
-        double ratio = get(config, ForStOptions.WRITE_BUFFER_RATIO);
-        if (!(ratio > 0.0 && ratio < 1.0)) {
-            throw new IllegalConfigurationException(
-                    "Invalid value for '%s': %s (must be greater than 0 and less than 1)",
-                    ForStOptions.WRITE_BUFFER_RATIO.key(),
-                    ratio);
+        if (perSlot != null && perTm != null) {
+            LogOnce.info(
+                    "'{}' is set, so '{}' has no effect (as in Flink's ForSt)",
+                    ForStOptions.FIX_PER_SLOT_MEMORY_SIZE.key(),
+                    ForStOptions.FIX_PER_TM_MEMORY_SIZE.key());
+            perTm = null;
         }
+        double ratio = checkMemoryRatios(config);
 
         boolean inline = get(config, ForStOptions.EXECUTOR_INLINE_COORDINATOR);
-        int threads = get(config, ForStOptions.EXECUTOR_BATCH_THREADS);
-        if (threads < 1 || threads > MAX_BATCH_THREADS) {
-            throw new IllegalConfigurationException(
-                    "Invalid value for '%s': %s (must be between 1 and %s)",
-                    ForStOptions.EXECUTOR_BATCH_THREADS.key(),
-                    threads,
-                    MAX_BATCH_THREADS);
-        }
+        int threads = batchThreads(config);
 
-        String timers = get(config, ForStOptions.TIMER_SERVICE_FACTORY).trim();
-        if (!timers.toUpperCase(Locale.ROOT).equals("HEAP")) {
-            throw new IllegalConfigurationException(
-                    "Invalid value for '%s': '%s' (only HEAP is supported: timers live on"
-                            + " Flink's heap priority queue)",
+        if (get(config, ForStOptions.TIMER_SERVICE_FACTORY) != TimerServiceType.HEAP) {
+            LogOnce.info(
+                    "{}: {} accepted, using heap timers (timers in the store do not exist yet)",
                     ForStOptions.TIMER_SERVICE_FACTORY.key(),
-                    timers);
+                    get(config, ForStOptions.TIMER_SERVICE_FACTORY));
+        }
+        CompactionStyle style = get(config, ForStConfigurableOptions.COMPACTION_STYLE);
+        if (style != CompactionStyle.LEVEL) {
+            LogOnce.info(
+                    "{}: {} accepted, the engine compacts leveled (LEVEL)",
+                    ForStConfigurableOptions.COMPACTION_STYLE.key(),
+                    style);
         }
 
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
         boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
+        Map<String, String> engine = EngineOptionMapping.engineOptions(config);
+        NoEffectOptions.logSetKeys(config);
 
         return new ForStBackendConfig(
                 primaryDir,
+                onCheckpointDir,
                 localDirs,
                 managed,
                 perSlot,
@@ -135,25 +164,119 @@ public final class ForStBackendConfig implements Serializable {
                 inline,
                 threads,
                 forceProxy,
-                syncEnforceLocal);
+                syncEnforceLocal,
+                engine);
+    }
+
+    /**
+     * The memtable share of a memory budget, in (0, 1), and Flink's check of it against the
+     * high-priority pool ratio (which has no effect here but must be valid).
+     */
+    private static double checkMemoryRatios(ReadableConfig config) {
+        double ratio = get(config, ForStOptions.WRITE_BUFFER_RATIO);
+        if (!(ratio > 0.0 && ratio < 1.0)) {
+            fail(ForStOptions.WRITE_BUFFER_RATIO, ratio, "must be greater than 0 and less than 1");
+        }
+        double highPriority = get(config, ForStOptions.HIGH_PRIORITY_POOL_RATIO);
+        if (!(highPriority >= 0.0 && highPriority < 1.0)) {
+            fail(ForStOptions.HIGH_PRIORITY_POOL_RATIO, highPriority, "must be in [0, 1)");
+        }
+        if (2 * ratio / (3 - ratio) + highPriority >= 1.0) {
+            throw new IllegalConfigurationException(
+                    "Invalid values for '%s' (%s) and '%s' (%s): write buffers and the"
+                            + " high-priority pool would take the whole cache (Flink's check:"
+                            + " 2 * ratio / (3 - ratio) + high-prio ratio < 1)",
+                    ForStOptions.WRITE_BUFFER_RATIO.key(),
+                    ratio,
+                    ForStOptions.HIGH_PRIORITY_POOL_RATIO.key(),
+                    highPriority);
+        }
+        return ratio;
+    }
+
+    /**
+     * Threads running batches: {@code executor.batch-threads} if set, else Flink's I/O thread
+     * count if its keys are set (read threads, plus write threads when writes are not inline),
+     * else our default. Flink's checks of its keys apply.
+     */
+    private static int batchThreads(ReadableConfig config) {
+        boolean inlineWrite = get(config, ForStOptions.EXECUTOR_INLINE_WRITE);
+        int read = get(config, ForStOptions.EXECUTOR_READ_IO_PARALLELISM);
+        int write = get(config, ForStOptions.EXECUTOR_WRITE_IO_PARALLELISM);
+        if (inlineWrite && read <= 0) {
+            fail(
+                    ForStOptions.EXECUTOR_READ_IO_PARALLELISM,
+                    read,
+                    "must be larger than 0 while '"
+                            + ForStOptions.EXECUTOR_INLINE_WRITE.key()
+                            + "' is true");
+        }
+        if (!inlineWrite && read <= 0 && write <= 0) {
+            fail(
+                    ForStOptions.EXECUTOR_WRITE_IO_PARALLELISM,
+                    write,
+                    "this or '"
+                            + ForStOptions.EXECUTOR_READ_IO_PARALLELISM.key()
+                            + "' must be larger than 0");
+        }
+        Optional<Integer> ours = getOptional(config, ForStOptions.EXECUTOR_BATCH_THREADS);
+        if (ours.isPresent()) {
+            int threads = ours.get();
+            if (threads < 1 || threads > MAX_BATCH_THREADS) {
+                fail(
+                        ForStOptions.EXECUTOR_BATCH_THREADS,
+                        threads,
+                        "must be between 1 and " + MAX_BATCH_THREADS);
+            }
+            return threads;
+        }
+        Map<String, String> set = config.toMap();
+        boolean flinkKeysSet =
+                set.containsKey(ForStOptions.EXECUTOR_READ_IO_PARALLELISM.key())
+                        || (!inlineWrite
+                                && set.containsKey(
+                                        ForStOptions.EXECUTOR_WRITE_IO_PARALLELISM.key()));
+        if (!flinkKeysSet) {
+            return ForStOptions.EXECUTOR_BATCH_THREADS.defaultValue();
+        }
+        int flinkThreads =
+                inlineWrite
+                        ? read
+                        : (read <= 0 || write <= 0 ? Math.max(read, write) : read + write);
+        return Math.min(flinkThreads, MAX_BATCH_THREADS);
     }
 
     private static void rejectUnknownKeys(ReadableConfig config) {
         TreeSet<String> known = new TreeSet<>();
-        for (ConfigOption<?> option : ForStOptions.ALL) {
+        for (ConfigOption<?> option : ALL_OPTIONS) {
             known.add(option.key());
             for (FallbackKey fallback : option.fallbackKeys()) {
                 known.add(fallback.getKey());
             }
         }
         for (String key : new TreeSet<>(config.toMap().keySet())) {
-            if (key.startsWith(ForStOptions.PREFIX) && !known.contains(key)) {
-                throw new IllegalConfigurationException(
-                        "Unknown configuration key '%s' for the ForSt-RS state backend (known"
-                                + " keys: %s)",
-                        key,
-                        String.join(", ", known));
+            if (!key.startsWith(ForStOptions.PREFIX) || known.contains(key)) {
+                continue;
             }
+            if (key.startsWith(EngineOptions.KEY_PREFIX)) {
+                String name = key.substring(EngineOptions.KEY_PREFIX.length());
+                if (EngineOptions.find(name).isPresent()) {
+                    continue;
+                }
+                throw new IllegalConfigurationException(
+                        "Unknown configuration key '%s' for the ForSt-RS state backend (engine"
+                                + " options: %s)",
+                        key,
+                        EngineOptions.all().stream()
+                                .map(EngineOptions.EngineOption::key)
+                                .collect(Collectors.joining(", ")));
+            }
+            throw new IllegalConfigurationException(
+                    "Unknown configuration key '%s' for the ForSt-RS state backend (known"
+                            + " keys: %s, and %s<engine option>)",
+                    key,
+                    String.join(", ", known),
+                    EngineOptions.KEY_PREFIX);
         }
     }
 
@@ -171,11 +294,11 @@ public final class ForStBackendConfig implements Serializable {
         return option.key();
     }
 
-    private static <T> T get(ReadableConfig config, ConfigOption<T> option) {
+    static <T> T get(ReadableConfig config, ConfigOption<T> option) {
         return parse(option, () -> config.get(option));
     }
 
-    private static <T> Optional<T> getOptional(ReadableConfig config, ConfigOption<T> option) {
+    static <T> Optional<T> getOptional(ReadableConfig config, ConfigOption<T> option) {
         return parse(option, () -> config.getOptional(option));
     }
 
@@ -190,9 +313,13 @@ public final class ForStBackendConfig implements Serializable {
 
     private static void checkPositive(ConfigOption<MemorySize> option, @Nullable MemorySize v) {
         if (v != null && v.getBytes() <= 0) {
-            throw new IllegalConfigurationException(
-                    "Invalid value for '%s': %s (must be positive)", option.key(), v);
+            fail(option, v, "must be positive");
         }
+    }
+
+    static void fail(ConfigOption<?> option, Object value, String why) {
+        throw new IllegalConfigurationException(
+                "Invalid value for '%s': %s (%s)", option.key(), value, why);
     }
 
     @Nullable
@@ -202,13 +329,6 @@ public final class ForStBackendConfig implements Serializable {
         }
         if (value.equalsIgnoreCase(ForStOptions.PRIMARY_DIR_LOCAL)) {
             return null;
-        }
-        if (value.equalsIgnoreCase(ForStOptions.PRIMARY_DIR_CHECKPOINT)) {
-            throw new IllegalConfigurationException(
-                    "Invalid value for '%s': '%s' is not supported yet; use 'local-dir' or a"
-                            + " URI / absolute path",
-                    key,
-                    value);
         }
         return normalizeDir(key, value);
     }
@@ -234,7 +354,7 @@ public final class ForStBackendConfig implements Serializable {
     }
 
     /** An absolute path or a URI with a scheme, as a URI string (a path becomes file://). */
-    static String normalizeDir(String key, String value) {
+    public static String normalizeDir(String key, String value) {
         URI uri;
         try {
             uri = new Path(value).toUri();
@@ -281,10 +401,26 @@ public final class ForStBackendConfig implements Serializable {
         return out;
     }
 
-    /** {@code null}: the primary directory is under the local directory. */
+    /**
+     * {@code null}: the primary directory is under the local directory, or on the checkpoint
+     * directory's file system if {@link #isPrimaryOnCheckpointDir()}.
+     */
     @Nullable
     public String getPrimaryDir() {
         return primaryDir;
+    }
+
+    /** Whether the primary directory is {@code checkpoint-dir} (Flink's default). */
+    public boolean isPrimaryOnCheckpointDir() {
+        return primaryOnCheckpointDir;
+    }
+
+    /**
+     * Engine options the configuration sets, by engine option name, as the engine takes them
+     * ({@code ForStNative.open}); options not in it keep the engine's defaults.
+     */
+    public Map<String, String> getEngineOptions() {
+        return Collections.unmodifiableMap(engineOptions);
     }
 
     /** {@code null}: the task manager's temporary working directory. */
@@ -332,7 +468,9 @@ public final class ForStBackendConfig implements Serializable {
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
-                + (primaryDir == null ? ForStOptions.PRIMARY_DIR_LOCAL : primaryDir)
+                + (primaryOnCheckpointDir
+                        ? ForStOptions.PRIMARY_DIR_CHECKPOINT
+                        : primaryDir == null ? ForStOptions.PRIMARY_DIR_LOCAL : primaryDir)
                 + ", localDirs="
                 + localDirs
                 + ", managedMemory="
@@ -351,6 +489,8 @@ public final class ForStBackendConfig implements Serializable {
                 + forceProxy
                 + ", syncEnforceLocal="
                 + syncEnforceLocal
+                + ", engineOptions="
+                + engineOptions
                 + '}';
     }
 }

@@ -7,9 +7,12 @@ import org.apache.flink.configuration.MemorySize;
 import java.util.List;
 
 /**
- * Configuration keys of the ForSt-RS state backend. Keys keep the names of Flink 2.3's built-in
- * ForSt ({@code state.backend.forst.*}) where the meaning is the same; {@link
- * ForStBackendConfig#fromConfig} validates them and fails fast naming the key.
+ * Configuration keys of the ForSt-RS state backend read by the backend itself: every key of Flink
+ * 2.3's {@code org.apache.flink.state.forst.ForStOptions}, with Flink's types, plus keys of our
+ * own under the same prefix. Engine tuning keys are in {@link ForStConfigurableOptions}, the
+ * engine's own options in {@link EngineOptions}; {@link ForStBackendConfig#fromConfig} validates
+ * them all and fails fast naming the key. Defaults are ours where they differ from Flink's
+ * (primary-dir, timer-service.factory).
  */
 public final class ForStOptions {
 
@@ -22,7 +25,10 @@ public final class ForStOptions {
     /** Value of {@link #PRIMARY_DIR} that places the primary directory in the local directory. */
     public static final String PRIMARY_DIR_LOCAL = "local-dir";
 
-    /** Value of {@link #PRIMARY_DIR} of Flink's ForSt: the checkpoint's shared directory. */
+    /**
+     * Value of {@link #PRIMARY_DIR}, Flink's default: on the checkpoint directory's file system
+     * (Flink's ForSt uses its shared directory, ours its task-owned one).
+     */
     public static final String PRIMARY_DIR_CHECKPOINT = "checkpoint-dir";
 
     public static final ConfigOption<String> PRIMARY_DIR =
@@ -33,8 +39,12 @@ public final class ForStOptions {
                     .withDescription(
                             "Where the state's files live (the primary copy of keyed state): a"
                                     + " URI or absolute path (file:///dir, /dir, hdfs://nn/dir,"
-                                    + " any scheme of a Flink file system), or 'local-dir'"
-                                    + " to keep them under the local directory. Alias: "
+                                    + " any scheme of a Flink file system), 'local-dir' to keep"
+                                    + " them under the local directory, or 'checkpoint-dir'"
+                                    + " (Flink's default) to keep them on the checkpoint"
+                                    + " directory's file system, under its 'taskowned'"
+                                    + " directory (local directory when checkpoints are not on"
+                                    + " a file system). Alias: "
                                     + WORKING_DIR_KEY
                                     + ". Each keyed backend uses"
                                     + " <primary-dir>/<job id>/<operator>/<subtask attempt>.");
@@ -70,8 +80,8 @@ public final class ForStOptions {
                     .noDefaultValue()
                     .withDescription(
                             "Fixed memory per task manager, split evenly among its slots;"
-                                    + " overrides memory.managed. Exclusive with"
-                                    + " memory.fixed-per-slot.");
+                                    + " overrides memory.managed; no effect when"
+                                    + " memory.fixed-per-slot is set.");
 
     public static final ConfigOption<Double> WRITE_BUFFER_RATIO =
             ConfigOptions.key(PREFIX + "memory.write-buffer-ratio")
@@ -98,11 +108,110 @@ public final class ForStOptions {
                                     + " native call); also the number of batches in flight"
                                     + " before the executor reports itself fully loaded.");
 
-    public static final ConfigOption<String> TIMER_SERVICE_FACTORY =
+    /** Flink's {@code ForStStateBackend.PriorityQueueStateType}. */
+    public enum TimerServiceType {
+        HEAP,
+        ForStDB
+    }
+
+    public static final ConfigOption<TimerServiceType> TIMER_SERVICE_FACTORY =
             ConfigOptions.key(PREFIX + "timer-service.factory")
+                    .enumType(TimerServiceType.class)
+                    .defaultValue(TimerServiceType.HEAP)
+                    .withDescription(
+                            "Where timers live. Timers are on Flink's heap priority queue;"
+                                    + " ForStDB (Flink's default) is accepted and also runs on"
+                                    + " heap timers until timers in the store exist.");
+
+    public static final ConfigOption<Integer> TIMER_SERVICE_CACHE_SIZE =
+            ConfigOptions.key(PREFIX + "timer-service.cache-size")
+                    .intType()
+                    .defaultValue(128)
+                    .withDescription(
+                            "Flink's cache of timers in the store per key group; no effect"
+                                    + " (heap timers).");
+
+    public static final ConfigOption<Boolean> EXECUTOR_INLINE_WRITE =
+            ConfigOptions.key(PREFIX + "executor.inline-write")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "Flink's choice of running writes on the coordinator thread. A batch"
+                                    + " is one native call that reads and writes, so only"
+                                    + " 'false' matters: then write-io-parallelism adds batch"
+                                    + " threads (unless executor.batch-threads is set).");
+
+    public static final ConfigOption<Integer> EXECUTOR_READ_IO_PARALLELISM =
+            ConfigOptions.key(PREFIX + "executor.read-io-parallelism")
+                    .intType()
+                    .defaultValue(3)
+                    .withDescription(
+                            "Flink's number of read threads; sets executor.batch-threads when"
+                                    + " that is not set.");
+
+    public static final ConfigOption<Integer> EXECUTOR_WRITE_IO_PARALLELISM =
+            ConfigOptions.key(PREFIX + "executor.write-io-parallelism")
+                    .intType()
+                    .defaultValue(1)
+                    .withDescription(
+                            "Flink's number of write threads, used only when"
+                                    + " executor.inline-write is false: then added to"
+                                    + " executor.batch-threads when that is not set.");
+
+    public static final ConfigOption<Double> HIGH_PRIORITY_POOL_RATIO =
+            ConfigOptions.key(PREFIX + "memory.high-prio-pool-ratio")
+                    .doubleType()
+                    .defaultValue(0.1)
+                    .withDescription(
+                            "Flink's share of the block cache reserved for index and filter"
+                                    + " blocks; checked as Flink does, no effect (the engine"
+                                    + " keeps index and filter blocks outside the cache).");
+
+    public static final ConfigOption<Boolean> USE_PARTITIONED_INDEX_FILTERS =
+            ConfigOptions.key(PREFIX + "memory.partitioned-index-filters")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription("Flink's partitioned index and filters; no effect.");
+
+    public static final ConfigOption<String> CACHE_DIRECTORY =
+            ConfigOptions.key(PREFIX + "cache.dir")
                     .stringType()
-                    .defaultValue("HEAP")
-                    .withDescription("Where timers live; only HEAP is supported.");
+                    .noDefaultValue()
+                    .withDescription("Directory of the local disk cache; no effect yet.");
+
+    public static final ConfigOption<MemorySize> CACHE_SIZE_BASE_LIMIT =
+            ConfigOptions.key(PREFIX + "cache.size-based-limit")
+                    .memoryType()
+                    .defaultValue(MemorySize.ZERO)
+                    .withDescription("Size limit of the local disk cache; no effect yet.");
+
+    public static final ConfigOption<MemorySize> CACHE_RESERVED_SIZE =
+            ConfigOptions.key(PREFIX + "cache.reserve-size")
+                    .memoryType()
+                    .defaultValue(MemorySize.ofMebiBytes(256))
+                    .withDescription(
+                            "Disk space the local disk cache leaves free; no effect yet.");
+
+    public static final ConfigOption<Integer> CACHE_LRU_ACCESS_BEFORE_PROMOTION =
+            ConfigOptions.key(PREFIX + "cache.lru.access-before-promote")
+                    .intType()
+                    .defaultValue(6)
+                    .withDescription("Flink's disk cache promotion policy; no effect.");
+
+    public static final ConfigOption<Integer> CACHE_LRU_PROMOTION_LIMIT =
+            ConfigOptions.key(PREFIX + "cache.lru.promote-limit")
+                    .intType()
+                    .defaultValue(3)
+                    .withDescription("Flink's disk cache promotion policy; no effect.");
+
+    public static final ConfigOption<String> OPTIONS_FACTORY =
+            ConfigOptions.key(PREFIX + "options-factory")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Flink's factory of C++ ForSt DBOptions and ColumnFamilyOptions; no"
+                                    + " effect (the engine's options are"
+                                    + " state.backend.forst.engine.*).");
 
     public static final ConfigOption<Boolean> FS_FORCE_PROXY =
             ConfigOptions.key(PREFIX + "fs.force-proxy")
@@ -124,7 +233,7 @@ public final class ForStOptions {
                                     + " the local directory: true (default, as Flink's ForSt), or"
                                     + " under the primary directory: false.");
 
-    /** Every key this backend reads; other keys under {@link #PREFIX} are rejected. */
+    /** Every key of this class. */
     static final List<ConfigOption<?>> ALL =
             List.of(
                     PRIMARY_DIR,
@@ -133,9 +242,21 @@ public final class ForStOptions {
                     FIX_PER_SLOT_MEMORY_SIZE,
                     FIX_PER_TM_MEMORY_SIZE,
                     WRITE_BUFFER_RATIO,
+                    HIGH_PRIORITY_POOL_RATIO,
+                    USE_PARTITIONED_INDEX_FILTERS,
                     EXECUTOR_INLINE_COORDINATOR,
+                    EXECUTOR_INLINE_WRITE,
+                    EXECUTOR_READ_IO_PARALLELISM,
+                    EXECUTOR_WRITE_IO_PARALLELISM,
                     EXECUTOR_BATCH_THREADS,
                     TIMER_SERVICE_FACTORY,
+                    TIMER_SERVICE_CACHE_SIZE,
+                    CACHE_DIRECTORY,
+                    CACHE_SIZE_BASE_LIMIT,
+                    CACHE_RESERVED_SIZE,
+                    CACHE_LRU_ACCESS_BEFORE_PROMOTION,
+                    CACHE_LRU_PROMOTION_LIMIT,
+                    OPTIONS_FACTORY,
                     FS_FORCE_PROXY,
                     SYNC_ENFORCE_LOCAL);
 

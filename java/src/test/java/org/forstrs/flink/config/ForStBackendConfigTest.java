@@ -71,6 +71,15 @@ class ForStBackendConfigTest {
     }
 
     @Test
+    void primaryDirOnTheCheckpointDirectoryAsFlinksDefault() {
+        ForStBackendConfig config =
+                parse(Map.of("state.backend.forst.primary-dir", "checkpoint-dir"));
+        assertThat(config.isPrimaryOnCheckpointDir()).isTrue();
+        assertThat(config.getPrimaryDir()).isNull();
+        assertThat(parse(Map.of()).isPrimaryOnCheckpointDir()).isFalse();
+    }
+
+    @Test
     void workingDirIsAnAliasOfPrimaryDir() {
         assertThat(parse(Map.of("state.backend.forst.working-dir", "/w")).getPrimaryDir())
                 .isEqualTo("file:///w");
@@ -89,8 +98,6 @@ class ForStBackendConfigTest {
                 "state.backend.forst.primary-dir");
         assertRejected(Map.of("state.backend.forst.working-dir", "relative"),
                 "state.backend.forst.working-dir");
-        assertRejected(Map.of("state.backend.forst.primary-dir", "checkpoint-dir"),
-                "state.backend.forst.primary-dir");
         assertRejected(Map.of("state.backend.forst.primary-dir", "file://host/dir"),
                 "state.backend.forst.primary-dir");
         assertRejected(Map.of("state.backend.forst.local-dir", "s3://bucket/x"),
@@ -119,11 +126,13 @@ class ForStBackendConfigTest {
                 "state.backend.forst.memory.fixed-per-slot");
         assertRejected(Map.of("state.backend.forst.memory.fixed-per-tm", "0"),
                 "state.backend.forst.memory.fixed-per-tm");
-        assertRejected(
-                Map.of(
-                        "state.backend.forst.memory.fixed-per-slot", "1gb",
-                        "state.backend.forst.memory.fixed-per-tm", "1gb"),
-                "state.backend.forst.memory.fixed-per-tm");
+        ForStBackendConfig both =
+                parse(
+                        Map.of(
+                                "state.backend.forst.memory.fixed-per-slot", "1gb",
+                                "state.backend.forst.memory.fixed-per-tm", "2gb"));
+        assertThat(both.getFixedPerSlot()).isEqualTo(MemorySize.ofMebiBytes(1024));
+        assertThat(both.getFixedPerTm()).as("per slot wins, as in Flink's ForSt").isNull();
         assertRejected(Map.of("state.backend.forst.memory.write-buffer-ratio", "1.5"),
                 "state.backend.forst.memory.write-buffer-ratio");
         assertRejected(Map.of("state.backend.forst.memory.write-buffer-ratio", "half"),
@@ -146,11 +155,91 @@ class ForStBackendConfigTest {
     }
 
     @Test
-    void unknownKeysAndUnsupportedTimersAreRejected() {
+    void flinksExecutorThreadsSetTheBatchThreadsUnlessOursAreSet() {
+        assertThat(parse(Map.of("state.backend.forst.executor.read-io-parallelism", "5"))
+                        .getBatchThreads())
+                .isEqualTo(5);
+        assertThat(
+                        parse(
+                                        Map.of(
+                                                "state.backend.forst.executor.read-io-parallelism", "5",
+                                                "state.backend.forst.executor.batch-threads", "3"))
+                                .getBatchThreads())
+                .isEqualTo(3);
+        // write threads count only when writes are not inline, as in Flink's ForSt
+        assertThat(parse(Map.of("state.backend.forst.executor.write-io-parallelism", "4"))
+                        .getBatchThreads())
+                .isEqualTo(2);
+        assertThat(
+                        parse(
+                                        Map.of(
+                                                "state.backend.forst.executor.inline-write", "false",
+                                                "state.backend.forst.executor.read-io-parallelism", "0",
+                                                "state.backend.forst.executor.write-io-parallelism", "4"))
+                                .getBatchThreads())
+                .isEqualTo(4);
+        assertRejected(
+                Map.of(
+                        "state.backend.forst.executor.inline-write", "false",
+                        "state.backend.forst.executor.read-io-parallelism", "0",
+                        "state.backend.forst.executor.write-io-parallelism", "0"),
+                "state.backend.forst.executor.write-io-parallelism");
+    }
+
+    @Test
+    void engineOptionsAreKeysOfTheirOwnAndWinOverFlinksKeys() {
+        ForStBackendConfig config =
+                parse(
+                        Map.of(
+                                "state.backend.forst.engine.memtable-bytes", "2mb",
+                                "state.backend.forst.engine.compression", "NONE",
+                                "state.backend.forst.engine.auto-compaction", "FALSE",
+                                "state.backend.forst.writebuffer.size", "8mb",
+                                "state.backend.forst.block.blocksize", "16kb"));
+        assertThat(config.getEngineOptions())
+                .containsEntry("memtable-bytes", "2097152")
+                .containsEntry("compression", "none")
+                .containsEntry("auto-compaction", "false")
+                .containsEntry("block-size", "16384")
+                .hasSize(4);
+        assertThat(parse(Map.of()).getEngineOptions()).isEmpty();
+    }
+
+    @Test
+    void badEngineValuesNameTheirKey() {
+        assertRejected(Map.of("state.backend.forst.engine.memtable-bytes", "1kb"),
+                "state.backend.forst.engine.memtable-bytes");
+        assertRejected(Map.of("state.backend.forst.engine.memtable-bytes", "lots"),
+                "state.backend.forst.engine.memtable-bytes");
+        assertRejected(Map.of("state.backend.forst.engine.l0-compaction-trigger", "-1"),
+                "state.backend.forst.engine.l0-compaction-trigger");
+        assertRejected(Map.of("state.backend.forst.engine.compression", "zstd"),
+                "state.backend.forst.engine.compression");
+        assertRejected(Map.of("state.backend.forst.engine.auto-compaction", "sometimes"),
+                "state.backend.forst.engine.auto-compaction");
+        // a rule between two options, checked by the engine itself
+        assertRejected(
+                Map.of(
+                        "state.backend.forst.engine.l0-compaction-trigger", "8",
+                        "state.backend.forst.engine.l0-stop-trigger", "6"),
+                "state.backend.forst.engine.l0-stop-trigger");
+        assertRejected(Map.of("state.backend.forst.engine.no-such-option", "1"),
+                "state.backend.forst.engine.no-such-option");
+    }
+
+    @Test
+    void unknownKeysAndTyposAreRejected() {
         assertRejected(Map.of("state.backend.forst.no-such-key", "1"),
                 "state.backend.forst.no-such-key");
-        assertRejected(Map.of("state.backend.forst.timer-service.factory", "ForStDB"),
+        assertRejected(Map.of("state.backend.forst.writebuffer.sise", "1mb"),
+                "state.backend.forst.writebuffer.sise");
+        assertRejected(Map.of("state.backend.forst.metrics.no-such-metric", "true"),
+                "state.backend.forst.metrics.no-such-metric");
+        assertRejected(Map.of("state.backend.forst.timer-service.factory", "ROCKSDB"),
                 "state.backend.forst.timer-service.factory");
+        // Flink's default timer service is accepted; timers stay on the heap
+        assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "ForStDB")))
+                .isNotNull();
         assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "heap"))).isNotNull();
         // keys of other backends are none of our business
         assertThat(parse(Map.of("state.backend.rocksdb.localdir", "x"))).isNotNull();

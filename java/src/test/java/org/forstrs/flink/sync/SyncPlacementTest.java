@@ -9,6 +9,7 @@ import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
+import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 
 import org.forstrs.flink.ForStStateBackend;
@@ -26,25 +27,35 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Where the synchronous keyed backend keeps its DB: under the local directory by default (as
  * Flink's ForSt, {@code state.backend.forst.sync.enforce-local: true}), under the primary
- * directory when that key is false; the async backend uses the primary directory either way.
+ * directory when that key is false; the async backend uses the primary directory either way. The
+ * primary directory {@code checkpoint-dir} is the job's task-owned checkpoint directory, or the
+ * local directory when checkpoints are not on a file system.
  */
 class SyncPlacementTest {
 
     @TempDir Path dir;
 
-    @SuppressWarnings("try") // MockEnvironment#close may throw InterruptedException
     private Path dbDirectory(boolean enforceLocal, boolean async) throws Exception {
+        return dbDirectory(dir.resolve("primary").toString(), true, enforceLocal, async);
+    }
+
+    @SuppressWarnings("try") // MockEnvironment#close may throw InterruptedException
+    private Path dbDirectory(
+            String primary, boolean fsCheckpoints, boolean enforceLocal, boolean async)
+            throws Exception {
         Configuration settings = new Configuration();
         settings.setString("state.backend.forst.local-dir", dir.resolve("local").toString());
-        settings.setString("state.backend.forst.primary-dir", dir.resolve("primary").toString());
+        settings.setString("state.backend.forst.primary-dir", primary);
         settings.setString(
                 "state.backend.forst.sync.enforce-local", Boolean.toString(enforceLocal));
         ForStStateBackend backend = new ForStStateBackend(settings);
         JobID job = new JobID();
         try (MockEnvironment env = MockEnvironment.builder().build()) {
             env.setCheckpointStorageAccess(
-                    new FileSystemCheckpointStorage(dir.resolve("checkpoints").toUri())
-                            .createCheckpointStorage(job));
+                    fsCheckpoints
+                            ? new FileSystemCheckpointStorage(dir.resolve("checkpoints").toUri())
+                                    .createCheckpointStorage(job)
+                            : new JobManagerCheckpointStorage().createCheckpointStorage(job));
             KeyedStateBackendParametersImpl<Integer> parameters =
                     new KeyedStateBackendParametersImpl<>(
                             env,
@@ -90,5 +101,22 @@ class SyncPlacementTest {
     @Test
     void asyncStateIsUnderThePrimaryDirEitherWay() throws Exception {
         assertThat(dbDirectory(true, true).startsWith(dir.resolve("primary"))).isTrue();
+    }
+
+    @Test
+    void checkpointDirIsTheJobsTaskOwnedCheckpointDirectory() throws Exception {
+        for (boolean async : new boolean[] {true, false}) {
+            Path db = dbDirectory("checkpoint-dir", true, false, async);
+            Path checkpoints = dir.resolve("checkpoints");
+            assertThat(db.startsWith(checkpoints)).as(db.toString()).isTrue();
+            // <checkpoints>/<job>/taskowned/...: not 'shared' nor 'chk-<n>', whose files Flink deletes
+            assertThat(checkpoints.relativize(db).getName(1).toString()).isEqualTo("taskowned");
+        }
+    }
+
+    @Test
+    void checkpointDirIsLocalWhenCheckpointsAreNotOnAFileSystem() throws Exception {
+        assertThat(dbDirectory("checkpoint-dir", false, false, true).startsWith(dir.resolve("local")))
+                .isTrue();
     }
 }
