@@ -65,10 +65,12 @@ final class NoEffectOptions {
                 "each file has one full filter");
         r.put(
                 ForStConfigurableOptions.COMPACT_FILTER_QUERY_TIME_AFTER_NUM_ENTRIES.key(),
-                "Flink's TTL compaction filter settings are not read by the engine");
+                "compaction drops expired TTL entries with each state's own StateTtlConfig"
+                        + " cleanup strategy (Flink's default 1000 where it sets none)");
         r.put(
                 ForStConfigurableOptions.COMPACT_FILTER_PERIODIC_COMPACTION_TIME.key(),
-                "Flink's TTL compaction filter settings are not read by the engine");
+                "files are not rewritten for their age yet; expired TTL entries go when an"
+                        + " ordinary compaction reaches them");
         r.put(
                 ForStConfigurableOptions.RESTORE_OVERLAP_FRACTION_THRESHOLD.key(),
                 "a restore links the files of every source, there is no base DB to choose");
