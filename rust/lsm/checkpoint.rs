@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -65,7 +64,7 @@ impl Drop for Checkpoint {
         // Released before its asynchronous phase: the flush thread still has to learn about the
         // memtable the synchronous phase froze.
         if self.pending.is_some() {
-            self.db.background_changed.notify_all();
+            self.db.notify_background();
         }
     }
 }
@@ -83,7 +82,7 @@ impl Checkpoint {
             return Ok(());
         };
         let db = &self.db;
-        db.background_changed.notify_all();
+        db.notify_background();
         let mut background = db.background.lock().unwrap();
         let failures_before = background.flush_failures;
         loop {
@@ -102,11 +101,7 @@ impl Checkpoint {
             if background.shutdown {
                 return Err(Error::Closed("database closed during a checkpoint".into()));
             }
-            background = db
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            background = db.background_changed.wait(background).unwrap();
         }
     }
 

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -62,6 +61,8 @@ pub(crate) struct BackgroundState {
     pub last_flush_error: Option<String>,
     pub compaction_requested: bool,
     pub last_compaction_error: Option<String>,
+    /// Writers waiting for a frozen memtable to be flushed (they hold no lock meanwhile).
+    pub stalled_writers: usize,
 }
 
 pub(crate) struct DbInner {
@@ -100,6 +101,8 @@ pub struct DbStats {
     pub block_cache_bytes: u64,
     pub memtable_bytes: u64,
     pub frozen_memtables: usize,
+    /// Writers waiting right now for a flush to make room in memory.
+    pub stalled_writers: usize,
     pub files_per_level: Vec<usize>,
     pub bytes_per_level: Vec<u64>,
 }
@@ -273,8 +276,15 @@ impl Db {
                 "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
             )));
         }
-        let _writer = self.inner.write_lock.lock().unwrap();
-        self.inner.wait_for_memtable_room()?;
+        // Wait for room without the write lock: a stalled writer must not hold up a checkpoint's
+        // synchronous phase (or other writers' checks) for as long as a flush takes.
+        let _writer = loop {
+            self.inner.wait_for_memtable_room()?;
+            let writer = self.inner.write_lock.lock().unwrap();
+            if self.inner.has_memtable_room() {
+                break writer;
+            }
+        };
         let mem = self.inner.current().mem.clone();
         let mut seq = self.inner.visible_seq.load(Ordering::Acquire);
         if seq + batch.len() as u64 > MAX_SEQ {
@@ -332,12 +342,7 @@ impl Db {
             if background.shutdown {
                 return Err(Error::Closed("database closed during flush".into()));
             }
-            background = self
-                .inner
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            background = self.inner.background_changed.wait(background).unwrap();
         }
     }
 
@@ -363,6 +368,7 @@ impl Db {
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
             frozen_memtables: sv.frozen.len(),
+            stalled_writers: self.inner.background.lock().unwrap().stalled_writers,
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
         }
@@ -374,7 +380,7 @@ impl Db {
             return Ok(());
         }
         self.inner.background.lock().unwrap().shutdown = true;
-        self.inner.background_changed.notify_all();
+        self.inner.notify_background();
         for worker in self.workers.lock().unwrap().drain(..) {
             let _ = worker.join();
         }
@@ -418,6 +424,13 @@ impl DbInner {
     /// insert races with the swap.
     pub(crate) fn freeze_memtable(&self) {
         self.freeze_memtable_quietly();
+        self.notify_background();
+    }
+
+    /// Wakes every waiter on `background_changed` after a change they check. The lock is taken
+    /// first so that a waiter between its check and its wait cannot miss the wake-up.
+    pub(crate) fn notify_background(&self) {
+        drop(self.background.lock().unwrap());
         self.background_changed.notify_all();
     }
 
@@ -438,29 +451,43 @@ impl DbInner {
         });
     }
 
+    fn has_memtable_room(&self) -> bool {
+        self.current().frozen.len() < self.options.max_frozen_memtables
+    }
+
     /// Stalls the writer while too many frozen memtables wait for flush; bounded memory wins over
-    /// latency. Fails if flushing keeps failing, so writers learn about it.
+    /// latency. Fails if flushing keeps failing, so writers learn about it. The caller holds no
+    /// lock, so room may be gone again when it takes the write lock.
     fn wait_for_memtable_room(&self) -> Result<()> {
         let mut background = self.background.lock().unwrap();
         let failures_before = background.flush_failures;
-        while self.current().frozen.len() >= self.options.max_frozen_memtables {
+        let mut stalled = false;
+        let outcome = loop {
+            if self.has_memtable_room() {
+                break Ok(());
+            }
             if background.shutdown {
-                return Err(Error::Closed("database is closed".into()));
+                break Err(Error::Closed("database is closed".into()));
             }
             if background.flush_failures > failures_before + 2 {
                 let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
+                break Err(Error::io(
                     self.storage.url(),
                     format!("write stalled, flush failing: {message}"),
                 ));
             }
-            background = self
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            if !stalled {
+                stalled = true;
+                background.stalled_writers += 1;
+                self.background_changed.notify_all();
+            }
+            background = self.background_changed.wait(background).unwrap();
+        };
+        if stalled {
+            background.stalled_writers -= 1;
+            self.background_changed.notify_all();
         }
-        Ok(())
+        outcome
     }
 
     pub fn request_compaction(&self) {
@@ -501,7 +528,7 @@ impl DbInner {
         drop(sv);
         drop(meta);
         old.files().filter(|f| !live.contains(&f.number)).for_each(|f| f.mark_obsolete());
-        self.background_changed.notify_all();
+        self.notify_background();
         Ok(())
     }
 

@@ -13,6 +13,8 @@ pub mod column_family;
 mod compaction;
 pub mod db;
 pub mod db_iterator;
+#[cfg(test)]
+mod db_tests;
 mod flush;
 pub mod iterator;
 pub mod iterators;
