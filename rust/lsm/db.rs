@@ -25,7 +25,7 @@ use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
     write_manifest,
 };
-use crate::lsm::version::{TableFile, Version};
+use crate::lsm::version::{ObsoleteFiles, TableFile, Version};
 use crate::lsm::{compaction, flush, read};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
@@ -61,6 +61,8 @@ pub(crate) struct BackgroundState {
     pub last_flush_error: Option<String>,
     pub compaction_requested: bool,
     pub last_compaction_error: Option<String>,
+    /// Memtables flushed since open, in the order they were frozen (see `DbInner::frozen_total`).
+    pub flushes_done: u64,
     /// Writers waiting for a frozen memtable to be flushed (they hold no lock meanwhile).
     pub stalled_writers: usize,
 }
@@ -69,6 +71,7 @@ pub(crate) struct DbInner {
     pub storage: StorageRef,
     pub options: DbOptions,
     pub cache: Arc<BlockCache>,
+    pub obsolete_files: Arc<ObsoleteFiles>,
     /// Random per open; part of every new file name.
     pub session: u64,
     next_file_number: AtomicU64,
@@ -76,6 +79,8 @@ pub(crate) struct DbInner {
     pub(crate) write_lock: Mutex<()>,
     /// Highest sequence number visible to readers.
     visible_seq: AtomicU64,
+    /// Memtables frozen since open; the flush thread completes them in this order.
+    frozen_total: AtomicU64,
     super_version: RwLock<Arc<SuperVersion>>,
     meta: Mutex<MetaState>,
     /// Column families by name. Changed only with `meta` held (they are in the manifest), but
@@ -121,7 +126,8 @@ impl Db {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
-        let version = load_version(&storage, &cache, &data)?;
+        let obsolete_files = Arc::new(ObsoleteFiles::default());
+        let version = load_version(&storage, &cache, &obsolete_files, &data)?;
         if manifest_number > 1 {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
@@ -131,10 +137,12 @@ impl Db {
         let inner = Arc::new(DbInner {
             storage,
             cache,
+            obsolete_files,
             session: u64::from_le_bytes(session),
             next_file_number: AtomicU64::new(data.next_file_number),
             write_lock: Mutex::new(()),
             visible_seq: AtomicU64::new(data.last_seq),
+            frozen_total: AtomicU64::new(0),
             super_version: RwLock::new(Arc::new(SuperVersion {
                 mem: Arc::new(MemTable::new()),
                 frozen: Vec::new(),
@@ -325,11 +333,11 @@ impl Db {
         self.inner.check_open()?;
         let failures_before = self.inner.background.lock().unwrap().flush_failures;
         self.freeze_memtable()?;
-        let waiting_for = self.inner.current().frozen.clone();
+        // Memtables flush in the order they were frozen.
+        let frozen = self.inner.frozen_total.load(Ordering::Acquire);
         let mut background = self.inner.background.lock().unwrap();
         loop {
-            let sv = self.inner.current();
-            if !waiting_for.iter().any(|m| sv.frozen.iter().any(|f| Arc::ptr_eq(f, m))) {
+            if background.flushes_done >= frozen {
                 return Ok(());
             }
             if background.flush_failures > failures_before {
@@ -357,6 +365,12 @@ impl Db {
         self.inner.check_open()?;
         while compaction::run_one_compaction(&self.inner)? {}
         Ok(())
+    }
+
+    /// Waits until every file that left the tree so far and has no reader, iterator or
+    /// checkpoint left is deleted from storage (or its deletion failed, which is logged).
+    pub fn wait_for_file_deletions(&self) {
+        self.inner.obsolete_files.wait_idle();
     }
 
     pub fn stats(&self) -> DbStats {
@@ -449,6 +463,7 @@ impl DbInner {
             frozen,
             version: sv.version.clone(),
         });
+        self.frozen_total.fetch_add(1, Ordering::AcqRel);
     }
 
     fn has_memtable_room(&self) -> bool {
@@ -564,6 +579,7 @@ impl DbInner {
 fn load_version(
     storage: &StorageRef,
     cache: &Arc<BlockCache>,
+    obsolete_files: &Arc<ObsoleteFiles>,
     data: &ManifestData,
 ) -> Result<Version> {
     let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
@@ -576,7 +592,8 @@ fn load_version(
                 format!("file {} at level {level}", record.path),
             ));
         }
-        let file = TableFile::from_record(record, storage.clone(), cache.clone());
+        let file =
+            TableFile::from_record(record, storage.clone(), cache.clone(), obsolete_files.clone());
         version.levels[level].push(Arc::new(file));
     }
     Ok(version)

@@ -21,24 +21,37 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
                 if background.shutdown {
                     return;
                 }
-                let sv = db.current();
-                let level0_full = db.options.auto_compaction
-                    && sv.version.levels[0].len() >= db.options.l0_stop_trigger;
-                if let Some(oldest) = sv.frozen.last().filter(|_| !level0_full) {
-                    break oldest.clone();
+                if let Some(oldest) = next_to_flush(db) {
+                    break oldest;
                 }
                 background = db.background_changed.wait(background).unwrap();
             }
         };
-        if let Err(e) = flush_memtable(db, &oldest) {
+        let flushed = flush_memtable(db, &oldest);
+        // Let go of the memtable (and the version it was flushed into) before reporting, so a
+        // waiter that returns holds the last references to what the flush replaced.
+        drop(oldest);
+        if let Err(e) = flushed {
             tracing::warn!("flush failed, will retry: {e}");
             let mut background = db.background.lock().unwrap();
             background.flush_failures += 1;
             background.last_flush_error = Some(e.to_string());
             db.background_changed.notify_all();
             let _ = db.background_changed.wait_timeout(background, RETRY_DELAY);
+        } else {
+            db.background.lock().unwrap().flushes_done += 1;
+            db.background_changed.notify_all();
         }
     }
+}
+
+/// The oldest frozen memtable, unless level 0 is too full. The super version is not kept: an idle
+/// flush thread must not keep an old version's files alive.
+fn next_to_flush(db: &DbInner) -> Option<Arc<MemTable>> {
+    let sv = db.current();
+    let level0_full =
+        db.options.auto_compaction && sv.version.levels[0].len() >= db.options.l0_stop_trigger;
+    sv.frozen.last().filter(|_| !level0_full).cloned()
 }
 
 fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
