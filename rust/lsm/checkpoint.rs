@@ -76,7 +76,7 @@ impl Checkpoint {
     }
 
     /// Waits until the data frozen by the synchronous phase is in files (asynchronous phase).
-    /// Fails if a flush fails meanwhile; the database itself carries on (flushes are retried).
+    /// Fails if the database fails or closes meanwhile.
     pub fn wait_durable(&mut self) -> Result<()> {
         let Some(pending) = self.pending.clone() else {
             return Ok(());
@@ -84,23 +84,13 @@ impl Checkpoint {
         let db = &self.db;
         db.notify_background();
         let mut background = db.background.lock().unwrap();
-        let failures_before = background.flush_failures;
         loop {
             if let Some(version) = pending.flushed_into() {
                 self.version = version.clone();
                 self.pending = None;
                 return Ok(());
             }
-            if background.flush_failures > failures_before {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
-                    db.storage.url(),
-                    format!("checkpoint flush failed: {message}"),
-                ));
-            }
-            if background.shutdown {
-                return Err(Error::Closed("database closed during a checkpoint".into()));
-            }
+            db.check_running(&background, "database closed during a checkpoint")?;
             background = db.background_changed.wait(background).unwrap();
         }
     }

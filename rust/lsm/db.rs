@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -56,13 +57,9 @@ pub(crate) struct MetaState {
 #[derive(Default)]
 pub(crate) struct BackgroundState {
     pub shutdown: bool,
-    /// Bumped on every failed flush, so a waiter can tell a failure that happened after it began.
-    pub flush_failures: u64,
-    pub last_flush_error: Option<String>,
-    pub compaction_requested: bool,
-    pub last_compaction_error: Option<String>,
     /// Memtables flushed since open, in the order they were frozen (see `DbInner::frozen_total`).
     pub flushes_done: u64,
+    pub compaction_requested: bool,
     /// Writers waiting for a frozen memtable to be flushed (they hold no lock meanwhile).
     pub stalled_writers: usize,
 }
@@ -91,6 +88,8 @@ pub(crate) struct DbInner {
     pub background: Mutex<BackgroundState>,
     pub background_changed: Condvar,
     closed: AtomicBool,
+    /// Why the database stopped, once background work failed for good: every call fails with it.
+    failure: OnceLock<Arc<Error>>,
 }
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -154,6 +153,7 @@ impl Db {
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            failure: OnceLock::new(),
             options,
         });
         if manifest_number == 0 {
@@ -328,29 +328,21 @@ impl Db {
         Ok(())
     }
 
-    /// Flushes everything written so far and waits until it is durable in a manifest.
+    /// Flushes everything written so far and waits until it is durable in a manifest. A flush
+    /// failing with a transient error is retried in the background meanwhile; one that fails for
+    /// good fails the database, and this returns that failure.
     pub fn flush(&self) -> Result<()> {
-        self.inner.check_open()?;
-        let failures_before = self.inner.background.lock().unwrap().flush_failures;
         self.freeze_memtable()?;
         // Memtables flush in the order they were frozen.
         let frozen = self.inner.frozen_total.load(Ordering::Acquire);
-        let mut background = self.inner.background.lock().unwrap();
+        let inner = &self.inner;
+        let mut background = inner.background.lock().unwrap();
         loop {
             if background.flushes_done >= frozen {
                 return Ok(());
             }
-            if background.flush_failures > failures_before {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
-                    self.inner.storage.url(),
-                    format!("flush failed: {message}"),
-                ));
-            }
-            if background.shutdown {
-                return Err(Error::Closed("database closed during flush".into()));
-            }
-            background = self.inner.background_changed.wait(background).unwrap();
+            inner.check_running(&background, "database closed during flush")?;
+            background = inner.background_changed.wait(background).unwrap();
         }
     }
 
@@ -409,11 +401,47 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// Fails if the database is closed or failed (naming the error that failed it).
     pub fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("database is closed".into()));
         }
+        match self.failure.get() {
+            Some(cause) => Err(Error::Failed(cause.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// For waiters on `background_changed`: fails once the database failed or shuts down.
+    pub(crate) fn check_running(&self, background: &BackgroundState, closing: &str) -> Result<()> {
+        if let Some(cause) = self.failure.get() {
+            return Err(Error::Failed(cause.clone()));
+        }
+        if background.shutdown {
+            return Err(Error::Closed(closing.into()));
+        }
         Ok(())
+    }
+
+    /// For the background threads: true once they must stop (shutdown, or the database failed).
+    pub(crate) fn stopped(&self, background: &BackgroundState) -> bool {
+        background.shutdown || self.failure.get().is_some()
+    }
+
+    /// Stops the database after background work failed for good: every later call fails with
+    /// `error` as its cause, and waiters wake up to that.
+    pub(crate) fn fail(&self, error: Error) {
+        tracing::error!("database {} failed, refusing every call: {error}", self.storage.url());
+        let _ = self.failure.set(Arc::new(error));
+        self.notify_background();
+    }
+
+    /// Waits `delay` before background work is retried; false if the database shuts down first.
+    pub(crate) fn pause_before_retry(&self, delay: Duration) -> bool {
+        let background = self.background.lock().unwrap();
+        let (background, _) =
+            self.background_changed.wait_timeout_while(background, delay, |b| !b.shutdown).unwrap();
+        !background.shutdown
     }
 
     pub fn current(&self) -> Arc<SuperVersion> {
@@ -471,25 +499,18 @@ impl DbInner {
     }
 
     /// Stalls the writer while too many frozen memtables wait for flush; bounded memory wins over
-    /// latency. Fails if flushing keeps failing, so writers learn about it. The caller holds no
-    /// lock, so room may be gone again when it takes the write lock.
+    /// latency. Fails if the database fails meanwhile (a flush that cannot succeed), so writers
+    /// learn about it. The caller holds no lock, so room may be gone again when it takes the write
+    /// lock.
     fn wait_for_memtable_room(&self) -> Result<()> {
         let mut background = self.background.lock().unwrap();
-        let failures_before = background.flush_failures;
         let mut stalled = false;
         let outcome = loop {
             if self.has_memtable_room() {
                 break Ok(());
             }
-            if background.shutdown {
-                break Err(Error::Closed("database is closed".into()));
-            }
-            if background.flush_failures > failures_before + 2 {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                break Err(Error::io(
-                    self.storage.url(),
-                    format!("write stalled, flush failing: {message}"),
-                ));
+            if let Err(e) = self.check_running(&background, "database is closed") {
+                break Err(e);
             }
             if !stalled {
                 stalled = true;

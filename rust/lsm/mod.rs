@@ -26,6 +26,7 @@ pub mod range_tombstone;
 mod read;
 mod resolve;
 pub mod restore;
+mod retry;
 pub mod sst;
 mod table_sink;
 pub mod version;

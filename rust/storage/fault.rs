@@ -18,7 +18,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::{FileInfo, FileWriter, Storage, StorageRef, WriteMode};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// The calls a rule can target. `Read` covers both `read` and `read_range`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,6 +97,8 @@ struct FaultState {
     calls: HashMap<OpKind, u64>,
     injected: u64,
     short_reads_done: u64,
+    /// The kind of injected failures (transient unless a test says otherwise).
+    error_kind: Option<ErrorKind>,
     held: HashSet<OpKind>,
     /// Calls waiting at the gate right now, per kind.
     waiting: HashMap<OpKind, u64>,
@@ -161,8 +163,14 @@ impl Shared {
     /// Waits while `kind` is held, then counts the call and fails it if a rule says so.
     async fn check(&self, kind: OpKind, url: &str) -> Result<()> {
         self.pass_gate(kind).await;
-        match self.lock().check(kind) {
-            Some(count) => Err(Error::io(url, format!("injected fault: {kind:?} call #{count}"))),
+        let mut state = self.lock();
+        match state.check(kind) {
+            Some(count) => Err(Error::storage(
+                state.error_kind.unwrap_or(ErrorKind::Transient),
+                url,
+                format!("injected fault: {kind:?} call #{count}"),
+                None,
+            )),
             None => Ok(()),
         }
     }
@@ -235,6 +243,11 @@ impl FaultStorage {
     pub fn short_reads(&self, fraction: f64, seed: u64) {
         self.state.lock().short_reads =
             (fraction > 0.0).then(|| Fraction { fraction, rng: XorShift::new(seed) });
+    }
+
+    /// Injected failures from now on are of `kind` (until then: transient, as a network hiccup).
+    pub fn fail_as(&self, kind: ErrorKind) {
+        self.state.lock().error_kind = Some(kind);
     }
 
     /// Calls of `kind` wait until [`FaultStorage::release`] (calls already past the gate go on).
