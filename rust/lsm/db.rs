@@ -31,6 +31,9 @@ use crate::lsm::{compaction, flush, read};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
 
+/// Source of `DbInner::instance`.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
 /// What a read needs, captured at once: the active memtable, frozen memtables waiting for flush
 /// (newest first) and the current version.
 pub(crate) struct SuperVersion {
@@ -82,7 +85,9 @@ pub(crate) struct DbInner {
     meta: Mutex<MetaState>,
     /// Column families by name. Changed only with `meta` held (they are in the manifest), but
     /// read without it: a checkpoint's synchronous phase must not wait behind a manifest write.
-    families: RwLock<BTreeMap<String, u32>>,
+    families: RwLock<BTreeMap<String, ColumnFamily>>,
+    /// Unique per open database in this process: column family handles are checked against it.
+    instance: u64,
     /// One compaction at a time, background or manual.
     pub compaction_lock: Mutex<()>,
     pub background: Mutex<BackgroundState>,
@@ -131,6 +136,7 @@ impl Db {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
         }
+        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         let mut session = [0u8; 8];
         getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
         let inner = Arc::new(DbInner {
@@ -148,7 +154,13 @@ impl Db {
                 version: Arc::new(version),
             })),
             meta: Mutex::new(MetaState { manifest_number }),
-            families: RwLock::new(data.column_families.into_iter().collect()),
+            families: RwLock::new(
+                data.column_families
+                    .iter()
+                    .map(|(name, id)| (name.clone(), ColumnFamily::new(*id, name, instance)))
+                    .collect(),
+            ),
+            instance,
             compaction_lock: Mutex::new(()),
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
@@ -177,26 +189,26 @@ impl Db {
             return Ok(cf);
         }
         let mut meta = self.inner.meta.lock().unwrap();
-        let id = {
+        let cf = {
             let mut families = self.inner.families.write().unwrap();
-            if let Some(&id) = families.get(name) {
-                return Ok(ColumnFamily { id, name: name.into() });
+            if let Some(cf) = families.get(name) {
+                return Ok(cf.clone());
             }
-            let id = id_for_name(name, |id| families.values().any(|&used| used == id));
-            families.insert(name.to_string(), id);
-            id
+            let id = id_for_name(name, |id| families.values().any(|used| used.id == id));
+            let cf = ColumnFamily::new(id, name, self.inner.instance);
+            families.insert(name.to_string(), cf.clone());
+            cf
         };
         let version = self.inner.current().version.clone();
         if let Err(e) = self.inner.persist(&mut meta, &version) {
             self.inner.families.write().unwrap().remove(name);
             return Err(e);
         }
-        Ok(ColumnFamily { id, name: name.into() })
+        Ok(cf)
     }
 
     pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
-        let families = self.inner.families.read().unwrap();
-        families.get(name).map(|&id| ColumnFamily { id, name: name.into() })
+        self.inner.families.read().unwrap().get(name).cloned()
     }
 
     pub fn cf_names(&self) -> Vec<String> {
@@ -204,14 +216,18 @@ impl Db {
     }
 
     /// Drops a column family and all of its data (one range deletion; compaction reclaims space).
+    /// Every handle of it is refused from now on, also once a family of the same name exists.
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_family(cf)?;
         if self.cf(cf.name()).as_ref() != Some(cf) {
             return Err(Error::invalid(format!("no column family {:?}", cf.name())));
         }
+        // Refused first, so that no write through a handle lands after the range deletion.
+        cf.mark_dropped();
         let mut batch = WriteBatch::new();
         batch.delete_prefix(cf, &[]);
-        self.write(&batch)?;
+        self.apply(&batch, false)?;
         let mut meta = self.inner.meta.lock().unwrap();
         self.inner.families.write().unwrap().remove(cf.name());
         let version = self.inner.current().version.clone();
@@ -245,6 +261,7 @@ impl Db {
     }
 
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.check_family(cf)?;
         let key = prefixed_key(cf.id, key);
         Ok(read::multi_get(&self.inner, std::slice::from_ref(&key))?.pop().flatten())
     }
@@ -252,6 +269,7 @@ impl Db {
     /// Reads many keys of any column families at once; their block reads from storage are
     /// issued concurrently. Results are in the order of `keys`.
     pub fn multi_get(&self, keys: &[(&ColumnFamily, &[u8])]) -> Result<Vec<Option<Bytes>>> {
+        keys.iter().try_for_each(|(cf, _)| self.inner.check_family(cf))?;
         let keys: Vec<Bytes> = keys.iter().map(|(cf, key)| prefixed_key(cf.id, key)).collect();
         read::multi_get(&self.inner, &keys)
     }
@@ -263,16 +281,24 @@ impl Db {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<DbIterator> {
+        self.inner.check_family(cf)?;
         DbIterator::new(&self.inner, cf, start, end)
     }
 
     /// Iterates the keys of `cf` that start with `prefix`, as of now.
     pub fn iter_prefix(&self, cf: &ColumnFamily, prefix: &[u8]) -> Result<DbIterator> {
+        self.inner.check_family(cf)?;
         DbIterator::with_prefix(&self.inner, cf, prefix)
     }
 
     /// Applies a batch atomically: readers see all of it or none of it.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.apply(batch, true)
+    }
+
+    /// `write`; `check_families: false` skips the check of the batch's handles (`drop_cf` writes
+    /// through the one it just refused).
+    fn apply(&self, batch: &WriteBatch, check_families: bool) -> Result<()> {
         self.inner.check_open()?;
         if batch.is_empty() {
             return Ok(());
@@ -293,6 +319,11 @@ impl Db {
                 break writer;
             }
         };
+        // Under the write lock: a family dropped before this point has its range deletion at a
+        // lower sequence number, so a write accepted here can never outlive the drop.
+        if check_families {
+            batch.families.iter().try_for_each(|cf| self.inner.check_family(cf))?;
+        }
         let mem = self.inner.current().mem.clone();
         let mut seq = self.inner.visible_seq.load(Ordering::Acquire);
         if seq + batch.len() as u64 > MAX_SEQ {
@@ -451,7 +482,12 @@ impl DbInner {
     /// Column families by name, as the manifest stores them.
     pub fn column_families(&self) -> Vec<(String, u32)> {
         let families = self.families.read().unwrap();
-        families.iter().map(|(name, id)| (name.clone(), *id)).collect()
+        families.iter().map(|(name, cf)| (name.clone(), cf.id)).collect()
+    }
+
+    /// Fails unless `cf` is a live family of this database.
+    pub(crate) fn check_family(&self, cf: &ColumnFamily) -> Result<()> {
+        cf.check(self.instance)
     }
 
     pub fn visible_seq(&self) -> SeqNo {
