@@ -104,7 +104,10 @@ fn throw_error(env: &mut JNIEnv<'_>, e: &Error) {
     }
     match new_exception(env, e) {
         Ok(exception) => {
-            if env.throw(exception).is_err() && !env.exception_check().unwrap_or(false) {
+            let thrown = env.throw(&exception);
+            // The pending exception is held by the JVM; this reference is no longer needed.
+            let _ = env.delete_local_ref(exception);
+            if thrown.is_err() && !env.exception_check().unwrap_or(false) {
                 throw_class(env, "java/lang/RuntimeException", &e.to_string());
             }
         }
@@ -123,20 +126,28 @@ fn new_exception<'local>(
 ) -> ::jni::errors::Result<JThrowable<'local>> {
     let message = env.new_string(e.to_string())?;
     let args = [JValue::Object(&message)];
-    let exception = match env.new_object(exception_class(e.kind()), "(Ljava/lang/String;)V", &args)
-    {
-        Ok(exception) => exception,
+    let created = match env.new_object(exception_class(e.kind()), "(Ljava/lang/String;)V", &args) {
         // Only our own class can be missing (a test JVM without the jar): still an IOException.
         Err(_) if e.kind() == ErrorKind::Corruption => {
             env.exception_clear()?;
-            env.new_object("java/io/IOException", "(Ljava/lang/String;)V", &args)?
+            env.new_object("java/io/IOException", "(Ljava/lang/String;)V", &args)
         }
-        Err(other) => return Err(other),
+        other => other,
     };
+    // Native code called from a Rust thread may throw many times before returning to Java.
+    env.delete_local_ref(message)?;
+    let exception = created?;
     if let Error::Failed(cause) = e {
         let cause = JObject::from(new_exception(env, cause)?);
         let signature = "(Ljava/lang/Throwable;)Ljava/lang/Throwable;";
-        env.call_method(&exception, "initCause", signature, &[JValue::Object(&cause)])?;
+        let linked = env.call_method(&exception, "initCause", signature, &[JValue::Object(&cause)]);
+        env.delete_local_ref(cause)?;
+        if let Ok(returned) = linked.and_then(|v| v.l()) {
+            // initCause returns `this`: one more reference to drop.
+            env.delete_local_ref(returned)?;
+        } else {
+            return Err(::jni::errors::Error::JavaException);
+        }
     }
     Ok(JThrowable::from(exception))
 }
