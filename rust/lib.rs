@@ -12,7 +12,7 @@ pub mod jni;
 pub mod lsm;
 pub mod storage;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 
 /// Git revision this library was built from.
 pub const BUILD_REVISION: &str = env!("FORST_GIT_REV");

@@ -3,19 +3,23 @@
 //! the last good version readable, and pinned files survive compaction.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use forst::Error;
 use forst::lsm::{Db, DbOptions};
 use forst::storage::{
     FaultStorage, OpKind, StorageOptions, StorageRef, WriteMode, block_on, open_storage,
 };
+use forst::{Error, ErrorKind};
 
 fn options() -> DbOptions {
     DbOptions {
         memtable_bytes: 64 << 10,
         target_file_bytes: 64 << 10,
         auto_compaction: false,
+        // Transient failures are retried at once, twice: tests count attempts, not time.
+        background_retries: 2,
+        retry_backoff: Duration::ZERO,
         ..DbOptions::default()
     }
 }
@@ -138,8 +142,47 @@ fn short_reads_are_detected() {
     assert_eq!(db.get(&cf, b"key000500").unwrap().unwrap(), "v-500");
 }
 
+/// The error that failed the database, from the error of a call made after the failure.
+fn failure_cause(err: &Error) -> &Error {
+    match err {
+        Error::Failed(cause) => cause,
+        other => panic!("expected a failed database, got {other}"),
+    }
+}
+
+/// Every call of a failed database errors, naming the original cause.
+fn assert_refuses_every_call(db: &Db, cf: &forst::lsm::ColumnFamily, cause: &str) {
+    let errors = [
+        db.put(cf, b"key", b"v").unwrap_err(),
+        db.get(cf, b"key000001").unwrap_err(),
+        db.iter(cf, None, None).err().expect("scans fail"),
+        db.checkpoint().err().expect("checkpoints fail"),
+        db.flush().unwrap_err(),
+    ];
+    for err in errors {
+        assert!(failure_cause(&err).to_string().contains(cause), "{err} does not name {cause}");
+    }
+}
+
 #[test]
-fn failing_flush_keeps_data_readable_and_last_good_version_on_reopen() {
+fn a_transient_flush_failure_is_retried_and_loses_nothing() {
+    let base = memory("fault-flush-heal");
+    let faulty = Arc::new(FaultStorage::new(base.clone()));
+    let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    fill(&db, &cf, 0..300, "v");
+    faulty.fail_nth(OpKind::Put, 1);
+    db.flush().unwrap();
+    assert_eq!(faulty.injected(), 1, "the flush failed once and was retried");
+    assert_eq!(db.get(&cf, b"key000299").unwrap().unwrap(), "v-299");
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open_with_storage(base, options()).unwrap();
+    assert_eq!(db.get(&db.cf("s").unwrap(), b"key000299").unwrap().unwrap(), "v-299");
+}
+
+#[test]
+fn a_flush_failing_past_its_retries_fails_the_database_and_reopen_finds_the_last_good_version() {
     let base = memory("fault-flush");
     let faulty = Arc::new(FaultStorage::new(base.clone()));
     let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
@@ -147,11 +190,14 @@ fn failing_flush_keeps_data_readable_and_last_good_version_on_reopen() {
     fill(&db, &cf, 0..500, "good");
     db.flush().unwrap();
     fill(&db, &cf, 500..1000, "pending");
-    faulty.fail_fraction(OpKind::Put, 1.0, 1);
-    assert!(db.flush().is_err(), "flush must report the failed write");
-    // Nothing lost: the memtable still serves reads.
-    assert_eq!(db.get(&cf, b"key000700").unwrap().unwrap(), "pending-700");
-    assert_eq!(db.get(&cf, b"key000100").unwrap().unwrap(), "good-100");
+    let puts_before = faulty.calls(OpKind::Put);
+    faulty.fail_always(OpKind::Put);
+    let err = db.flush().unwrap_err();
+    let cause = failure_cause(&err);
+    assert!(cause.is_transient() && cause.to_string().contains("injected fault"), "{cause}");
+    let attempts = faulty.calls(OpKind::Put) - puts_before;
+    assert_eq!(attempts, 1 + u64::from(options().background_retries), "retries are bounded");
+    assert_refuses_every_call(&db, &cf, "injected fault");
     db.close().unwrap();
     faulty.clear();
     drop(db);
@@ -162,17 +208,29 @@ fn failing_flush_keeps_data_readable_and_last_good_version_on_reopen() {
     assert_eq!(db.get(&cf, b"key000700").unwrap(), None);
 }
 
+/// A permanent error is not retried (a retry would succeed here: only one put fails), and a
+/// writer stalled behind the failed flush learns about it.
 #[test]
-fn flush_recovers_once_storage_heals() {
-    let faulty = Arc::new(FaultStorage::new(memory("fault-flush-heal")));
-    let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
+fn a_permanent_background_flush_error_fails_the_database_at_once() {
+    let faulty = Arc::new(FaultStorage::new(memory("fault-flush-permanent")));
+    let options = DbOptions { max_frozen_memtables: 1, ..options() };
+    let db = Db::open_with_storage(faulty.clone(), options).unwrap();
     let cf = db.create_cf("s").unwrap();
-    fill(&db, &cf, 0..300, "v");
+    faulty.fail_as(ErrorKind::PermissionDenied);
     faulty.fail_nth(OpKind::Put, 1);
-    assert!(db.flush().is_err());
-    faulty.clear();
-    db.flush().unwrap();
-    assert_eq!(db.get(&cf, b"key000299").unwrap().unwrap(), "v-299");
+    // The first full memtable's flush fails; writes go on until one stalls behind it and sees the
+    // failure (a bounded number: two memtables' worth).
+    let mut written = 0u32;
+    let err = loop {
+        assert!(written < 100_000, "no write saw the failed flush");
+        match db.put(&cf, format!("key{written:06}").as_bytes(), &[7; 100]) {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(failure_cause(&err).kind(), ErrorKind::PermissionDenied, "{err}");
+    assert_eq!(faulty.injected(), 1);
+    assert_refuses_every_call(&db, &cf, "injected fault");
 }
 
 #[test]
@@ -220,20 +278,17 @@ fn compaction_never_deletes_files_of_a_checkpoint() {
     checkpoint.wait_durable().unwrap();
     let pinned: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(p, _)| p).collect();
     assert!(pinned.len() >= 3);
-    // Compaction in the background thread of another handle-free path: run it while pinned.
+    // Compact while pinned: the compacted-away files leave the tree but not storage.
     fill(&db, &cf, 0..1000, "r3");
     db.flush().unwrap();
     db.compact_all().unwrap();
     let exists = |p: &str| block_on(storage.size(p)).is_ok();
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    db.wait_for_file_deletions();
     for p in &pinned {
         assert!(exists(p), "pinned file {p} was deleted");
     }
     drop(checkpoint);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while pinned.iter().any(|p| exists(p)) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    db.wait_for_file_deletions();
     assert!(pinned.iter().all(|p| !exists(p)), "files compacted away are deleted once unpinned");
     assert_eq!(db.get(&cf, b"key000001").unwrap().unwrap(), "r3-1");
 }
@@ -241,7 +296,10 @@ fn compaction_never_deletes_files_of_a_checkpoint() {
 #[test]
 fn freezing_the_memtable_does_no_io() {
     let faulty = Arc::new(FaultStorage::new(memory("freeze-no-io")));
-    let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
+    // The flush of the frozen memtable fails; its retry waits an hour, so the database does not
+    // fail during the test (closing it ends the wait).
+    let options = DbOptions { retry_backoff: Duration::from_secs(3600), ..options() };
+    let db = Db::open_with_storage(faulty.clone(), options).unwrap();
     let cf = db.create_cf("s").unwrap();
     fill(&db, &cf, 0..100, "v");
     // Every storage call fails from here: a freeze and a checkpoint's synchronous phase must

@@ -241,7 +241,7 @@ fn read_file_rejects_bad_input_with_exceptions() {
         read_file(checkpoint, local_string(env, &name), 0, local_buffer(env, &buffer), 0, 10)
     );
     assert_eq!(read, 0);
-    assert_thrown(thrown, "java.io.IOException", "");
+    assert_thrown(thrown, "java.io.FileNotFoundException", &name_of(env, &name));
 
     // A released checkpoint is a closed handle.
     CHECKPOINTS.remove(checkpoint).unwrap();

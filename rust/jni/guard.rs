@@ -2,19 +2,26 @@
 //!
 //! | failure | Java exception |
 //! |---|---|
-//! | `Error::Io`, `Error::Corruption`, `Error::NotFound` | `java.io.IOException` |
-//! | `Error::InvalidArgument`, bad input checked here | `java.lang.IllegalArgumentException` |
-//! | `Error::Closed`, unknown or closed handle | `java.lang.IllegalStateException` |
+//! | `ErrorKind::NotFound` | `java.io.FileNotFoundException` |
+//! | `ErrorKind::AlreadyExists` | `java.nio.file.FileAlreadyExistsException` |
+//! | `ErrorKind::PermissionDenied` | `java.nio.file.AccessDeniedException` |
+//! | `ErrorKind::Corruption` | `org.forstrs.jni.ForStCorruptionException` (an `IOException`) |
+//! | `ErrorKind::Transient`, `ErrorKind::Other` | `java.io.IOException` |
+//! | `ErrorKind::InvalidArgument`, bad input checked here | `java.lang.IllegalArgumentException` |
+//! | `ErrorKind::Closed`, unknown or closed handle | `java.lang.IllegalStateException` |
 //! | a panic | `java.lang.RuntimeException` with the panic text |
 //!
-//! Every message carries the Rust error text.
+//! Every message is the Rust error's text, which includes its causes. A failed database
+//! (`Error::Failed`) throws `IllegalStateException` whose Java cause is the exception of the error
+//! that failed it, so a Flink task fails over with the original error in its stack trace.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ::jni::JNIEnv;
+use ::jni::objects::{JObject, JThrowable, JValue};
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// Why a native method failed.
 #[derive(Debug)]
@@ -70,21 +77,79 @@ pub fn guard<'local, R: Default>(
 
 fn throw(env: &mut JNIEnv<'_>, failure: Failure) {
     let (class, message) = match failure {
-        Failure::Engine(e) => {
-            let class = match e {
-                Error::Io { .. } | Error::Corruption { .. } | Error::NotFound(_) => {
-                    "java/io/IOException"
-                }
-                Error::InvalidArgument(_) => "java/lang/IllegalArgumentException",
-                Error::Closed(_) => "java/lang/IllegalStateException",
-            };
-            (class, e.to_string())
-        }
+        Failure::Engine(e) => return throw_error(env, &e),
         Failure::IllegalArgument(m) => ("java/lang/IllegalArgumentException", m),
         Failure::IllegalState(m) => ("java/lang/IllegalStateException", m),
         Failure::Jni(e) => ("java/lang/RuntimeException", format!("JNI call failed: {e}")),
     };
     throw_class(env, class, &message);
+}
+
+/// The Java exception class of an engine error's kind.
+fn exception_class(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::NotFound => "java/io/FileNotFoundException",
+        ErrorKind::AlreadyExists => "java/nio/file/FileAlreadyExistsException",
+        ErrorKind::PermissionDenied => "java/nio/file/AccessDeniedException",
+        ErrorKind::Corruption => "org/forstrs/jni/ForStCorruptionException",
+        ErrorKind::InvalidArgument => "java/lang/IllegalArgumentException",
+        ErrorKind::Closed => "java/lang/IllegalStateException",
+        ErrorKind::Transient | ErrorKind::Other => "java/io/IOException",
+    }
+}
+
+fn throw_error(env: &mut JNIEnv<'_>, e: &Error) {
+    if env.exception_check().unwrap_or(false) {
+        return;
+    }
+    match new_exception(env, e) {
+        Ok(exception) => {
+            let thrown = env.throw(&exception);
+            // The pending exception is held by the JVM; this reference is no longer needed.
+            let _ = env.delete_local_ref(exception);
+            if thrown.is_err() && !env.exception_check().unwrap_or(false) {
+                throw_class(env, "java/lang/RuntimeException", &e.to_string());
+            }
+        }
+        Err(_) => {
+            // Whatever went wrong building it, Java must still see the error's text.
+            let _ = env.exception_clear();
+            throw_class(env, "java/io/IOException", &e.to_string());
+        }
+    }
+}
+
+/// The exception for `e`; a failed database's has the exception of its cause as cause.
+fn new_exception<'local>(
+    env: &mut JNIEnv<'local>,
+    e: &Error,
+) -> ::jni::errors::Result<JThrowable<'local>> {
+    let message = env.new_string(e.to_string())?;
+    let args = [JValue::Object(&message)];
+    let created = match env.new_object(exception_class(e.kind()), "(Ljava/lang/String;)V", &args) {
+        // Only our own class can be missing (a test JVM without the jar): still an IOException.
+        Err(_) if e.kind() == ErrorKind::Corruption => {
+            env.exception_clear()?;
+            env.new_object("java/io/IOException", "(Ljava/lang/String;)V", &args)
+        }
+        other => other,
+    };
+    // Native code called from a Rust thread may throw many times before returning to Java.
+    env.delete_local_ref(message)?;
+    let exception = created?;
+    if let Error::Failed(cause) = e {
+        let cause = JObject::from(new_exception(env, cause)?);
+        let signature = "(Ljava/lang/Throwable;)Ljava/lang/Throwable;";
+        let linked = env.call_method(&exception, "initCause", signature, &[JValue::Object(&cause)]);
+        env.delete_local_ref(cause)?;
+        if let Ok(returned) = linked.and_then(|v| v.l()) {
+            // initCause returns `this`: one more reference to drop.
+            env.delete_local_ref(returned)?;
+        } else {
+            return Err(::jni::errors::Error::JavaException);
+        }
+    }
+    Ok(JThrowable::from(exception))
 }
 
 fn throw_class(env: &mut JNIEnv<'_>, class: &str, message: &str) {
@@ -129,6 +194,15 @@ mod tests {
     fn run(
         body: impl FnOnce(&mut JNIEnv<'_>) -> JniResult<i32>,
     ) -> (i32, Option<(String, String)>) {
+        let (result, exception) = run_with_cause(body);
+        (result, exception.map(|(thrown, _)| thrown))
+    }
+
+    /// As [`run`], with the (class, message) of the exception's cause too.
+    #[allow(clippy::type_complexity)]
+    fn run_with_cause(
+        body: impl FnOnce(&mut JNIEnv<'_>) -> JniResult<i32>,
+    ) -> (i32, Option<((String, String), Option<(String, String)>)>) {
         let mut env = vm().attach_current_thread().unwrap();
         let result = guard(&mut env, |env| body(env));
         if !env.exception_check().unwrap() {
@@ -136,14 +210,24 @@ mod tests {
         }
         let exception = env.exception_occurred().unwrap();
         env.exception_clear().unwrap();
-        let class = env
-            .call_method(&exception, "getClass", "()Ljava/lang/Class;", &[])
+        let thrown = describe(&mut env, &exception);
+        let cause = env
+            .call_method(&exception, "getCause", "()Ljava/lang/Throwable;", &[])
             .unwrap()
             .l()
             .unwrap();
-        let class_name = call_string(&mut env, &class, "getName");
-        let message = call_string(&mut env, &exception, "getMessage");
-        (result, Some((class_name, message)))
+        let cause = (!cause.is_null()).then(|| describe(&mut env, &cause));
+        (result, Some((thrown, cause)))
+    }
+
+    /// (class name, message) of a Java exception.
+    fn describe(env: &mut JNIEnv<'_>, exception: &JObject<'_>) -> (String, String) {
+        let class = env
+            .call_method(exception, "getClass", "()Ljava/lang/Class;", &[])
+            .unwrap()
+            .l()
+            .unwrap();
+        (call_string(env, &class, "getName"), call_string(env, exception, "getMessage"))
     }
 
     fn thrown(failure: Failure) -> (String, String) {
@@ -168,14 +252,23 @@ mod tests {
 
     #[test]
     fn engine_errors_map_to_their_java_exceptions() {
+        let permission = |text: &str| Error::storage(ErrorKind::PermissionDenied, "p", text, None);
         let cases = [
+            // The test JVM has no jar: the corruption class falls back to IOException.
             (
                 Error::corruption("000001.sst", 17, "bad checksum"),
                 "java.io.IOException",
                 "000001.sst",
             ),
-            (Error::io("s3://b/x", "connection reset"), "java.io.IOException", "connection reset"),
-            (Error::NotFound("MANIFEST-9".into()), "java.io.IOException", "MANIFEST-9"),
+            (Error::io("s3://b/x", "disk full"), "java.io.IOException", "disk full"),
+            (Error::transient("s3://b/x", "connection reset"), "java.io.IOException", "reset"),
+            (Error::NotFound("MANIFEST-9".into()), "java.io.FileNotFoundException", "MANIFEST-9"),
+            (
+                Error::storage(ErrorKind::AlreadyExists, "MANIFEST-3", "put", None),
+                "java.nio.file.FileAlreadyExistsException",
+                "MANIFEST-3",
+            ),
+            (permission("no write access"), "java.nio.file.AccessDeniedException", "no write"),
             (Error::invalid("key too long"), "java.lang.IllegalArgumentException", "key too long"),
             (
                 Error::Closed("db is closed".into()),
@@ -196,6 +289,20 @@ mod tests {
             thrown(Failure::IllegalArgument("null".into())).0,
             "java.lang.IllegalArgumentException"
         );
+    }
+
+    #[test]
+    fn a_failed_database_throws_with_its_cause_as_java_cause() {
+        let cause = Error::storage(ErrorKind::PermissionDenied, "s3://b/db", "put", None);
+        let failed = Error::Failed(std::sync::Arc::new(cause));
+        let (result, exception) = run_with_cause(|_| Err(Failure::Engine(failed)));
+        assert_eq!(result, 0);
+        let ((class, message), cause) = exception.unwrap();
+        assert_eq!(class, "java.lang.IllegalStateException");
+        assert!(message.contains("permission denied on s3://b/db"), "{message}");
+        let (cause_class, cause_message) = cause.expect("the original error is the cause");
+        assert_eq!(cause_class, "java.nio.file.AccessDeniedException");
+        assert!(cause_message.contains("s3://b/db"), "{cause_message}");
     }
 
     #[test]

@@ -26,6 +26,8 @@ impl BatchOp {
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     pub(crate) ops: Vec<BatchOp>,
+    /// The families the ops write to, once each: `Db::write` checks their handles.
+    pub(crate) families: Vec<ColumnFamily>,
 }
 
 impl WriteBatch {
@@ -49,6 +51,7 @@ impl WriteBatch {
     /// Deletes every key in [start, end) of `cf`.
     pub fn delete_range(&mut self, cf: &ColumnFamily, start: &[u8], end: &[u8]) {
         let (start, end) = (prefixed_key(cf.id, start), prefixed_key(cf.id, end));
+        self.note(cf);
         self.ops.push(BatchOp::DeleteRange { start, end });
     }
 
@@ -57,6 +60,7 @@ impl WriteBatch {
         let start = prefixed_key(cf.id, prefix);
         // The successor of a prefixed key stays at or below the next family's first key.
         let end = prefix_successor(&start).map_or_else(|| family_range(cf.id).1, Bytes::from);
+        self.note(cf);
         self.ops.push(BatchOp::DeleteRange { start, end });
     }
 
@@ -70,10 +74,19 @@ impl WriteBatch {
 
     pub fn clear(&mut self) {
         self.ops.clear();
+        self.families.clear();
     }
 
     fn push_write(&mut self, kind: ValueKind, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
         let key = prefixed_key(cf.id, key);
+        self.note(cf);
         self.ops.push(BatchOp::Write { kind, key, value: Bytes::copy_from_slice(value) });
+    }
+
+    fn note(&mut self, cf: &ColumnFamily) {
+        // A batch names few families (one per Flink state at most): a scan beats hashing.
+        if !self.families.iter().rev().any(|f| f == cf) {
+            self.families.push(cf.clone());
+        }
     }
 }

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -65,7 +64,7 @@ impl Drop for Checkpoint {
         // Released before its asynchronous phase: the flush thread still has to learn about the
         // memtable the synchronous phase froze.
         if self.pending.is_some() {
-            self.db.background_changed.notify_all();
+            self.db.notify_background();
         }
     }
 }
@@ -77,36 +76,22 @@ impl Checkpoint {
     }
 
     /// Waits until the data frozen by the synchronous phase is in files (asynchronous phase).
-    /// Fails if a flush fails meanwhile; the database itself carries on (flushes are retried).
+    /// Fails if the database fails or closes meanwhile.
     pub fn wait_durable(&mut self) -> Result<()> {
         let Some(pending) = self.pending.clone() else {
             return Ok(());
         };
         let db = &self.db;
-        db.background_changed.notify_all();
+        db.notify_background();
         let mut background = db.background.lock().unwrap();
-        let failures_before = background.flush_failures;
         loop {
             if let Some(version) = pending.flushed_into() {
                 self.version = version.clone();
                 self.pending = None;
                 return Ok(());
             }
-            if background.flush_failures > failures_before {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
-                    db.storage.url(),
-                    format!("checkpoint flush failed: {message}"),
-                ));
-            }
-            if background.shutdown {
-                return Err(Error::Closed("database closed during a checkpoint".into()));
-            }
-            background = db
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            db.check_running(&background, "database closed during a checkpoint")?;
+            background = db.background_changed.wait(background).unwrap();
         }
     }
 

@@ -6,28 +6,82 @@
 //! Ids derive from the name ([`id_for_name`]), so the same state has the same id in every
 //! database of a job: a rescale can combine files of several databases without rewriting keys.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::{Error, Result};
 
 pub type ColumnFamilyId = u32;
 
 pub const CF_PREFIX_LEN: usize = 4;
 
-/// A handle naming one column family of an open database.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A handle naming one column family of an open database. Checked on every use: a handle of
+/// another database, or of a family dropped since (even if one of the same name was created
+/// again, with the same id), is refused.
+#[derive(Debug, Clone)]
 pub struct ColumnFamily {
     pub(crate) id: ColumnFamilyId,
     pub(crate) name: Arc<str>,
+    life: Arc<FamilyLife>,
+}
+
+/// Shared by every handle of one family, from its creation (or the database's open) to its drop.
+#[derive(Debug)]
+struct FamilyLife {
+    /// The database instance (see `DbInner::instance`) the family belongs to.
+    db: u64,
+    dropped: AtomicBool,
 }
 
 impl ColumnFamily {
+    pub(crate) fn new(id: ColumnFamilyId, name: &str, db: u64) -> Self {
+        let life = Arc::new(FamilyLife { db, dropped: AtomicBool::new(false) });
+        ColumnFamily { id, name: name.into(), life }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
 
     pub fn id(&self) -> ColumnFamilyId {
         self.id
+    }
+
+    /// From now on every handle of this family is refused.
+    pub(crate) fn mark_dropped(&self) {
+        self.life.dropped.store(true, Ordering::Release);
+    }
+
+    /// Fails unless the handle may be used with database instance `db`.
+    pub(crate) fn check(&self, db: u64) -> Result<()> {
+        if self.life.db != db {
+            return Err(Error::invalid(format!(
+                "column family {:?} belongs to another database",
+                self.name
+            )));
+        }
+        if self.life.dropped.load(Ordering::Acquire) {
+            return Err(Error::Closed(format!("column family {:?} was dropped", self.name)));
+        }
+        Ok(())
+    }
+}
+
+/// Handles are equal when they name the same family of the same database, in the same life.
+impl PartialEq for ColumnFamily {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.life, &other.life)
+    }
+}
+
+impl Eq for ColumnFamily {}
+
+impl Hash for ColumnFamily {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -27,10 +27,13 @@ use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
     write_manifest,
 };
-use crate::lsm::version::{TableFile, Version};
+use crate::lsm::version::{ObsoleteFiles, TableFile, Version};
 use crate::lsm::{compaction, flush, read};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
+
+/// Source of `DbInner::instance`.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 /// What a read needs, captured at once: the active memtable, frozen memtables waiting for flush
 /// (newest first) and the current version.
@@ -58,17 +61,18 @@ pub(crate) struct MetaState {
 #[derive(Default)]
 pub(crate) struct BackgroundState {
     pub shutdown: bool,
-    /// Bumped on every failed flush, so a waiter can tell a failure that happened after it began.
-    pub flush_failures: u64,
-    pub last_flush_error: Option<String>,
+    /// Memtables flushed since open, in the order they were frozen (see `DbInner::frozen_total`).
+    pub flushes_done: u64,
     pub compaction_requested: bool,
-    pub last_compaction_error: Option<String>,
+    /// Writers waiting for a frozen memtable to be flushed (they hold no lock meanwhile).
+    pub stalled_writers: usize,
 }
 
 pub(crate) struct DbInner {
     pub storage: StorageRef,
     pub options: DbOptions,
     pub cache: Arc<BlockCache>,
+    pub obsolete_files: Arc<ObsoleteFiles>,
     /// Random per open; part of every new file name.
     pub session: u64,
     next_file_number: AtomicU64,
@@ -76,11 +80,15 @@ pub(crate) struct DbInner {
     pub(crate) write_lock: Mutex<()>,
     /// Highest sequence number visible to readers.
     visible_seq: AtomicU64,
+    /// Memtables frozen since open; the flush thread completes them in this order.
+    frozen_total: AtomicU64,
     super_version: RwLock<Arc<SuperVersion>>,
     meta: Mutex<MetaState>,
     /// Column families by name. Changed only with `meta` held (they are in the manifest), but
     /// read without it: a checkpoint's synchronous phase must not wait behind a manifest write.
-    families: RwLock<BTreeMap<String, u32>>,
+    families: RwLock<BTreeMap<String, ColumnFamily>>,
+    /// Unique per open database in this process: column family handles are checked against it.
+    instance: u64,
     /// One compaction at a time, background or manual.
     pub compaction_lock: Mutex<()>,
     /// TTL filters of column families, applied by compaction (not persisted: Flink sets them
@@ -89,6 +97,8 @@ pub(crate) struct DbInner {
     pub background: Mutex<BackgroundState>,
     pub background_changed: Condvar,
     closed: AtomicBool,
+    /// Why the database stopped, once background work failed for good: every call fails with it.
+    failure: OnceLock<Arc<Error>>,
 }
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -104,6 +114,8 @@ pub struct DbStats {
     pub block_cache_bytes: u64,
     pub memtable_bytes: u64,
     pub frozen_memtables: usize,
+    /// Writers waiting right now for a flush to make room in memory.
+    pub stalled_writers: usize,
     pub files_per_level: Vec<usize>,
     pub bytes_per_level: Vec<u64>,
     /// Entries compaction removed because their TTL expired (a whole list: every element).
@@ -126,32 +138,43 @@ impl Db {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
-        let version = load_version(&storage, &cache, &data)?;
+        let obsolete_files = Arc::new(ObsoleteFiles::default());
+        let version = load_version(&storage, &cache, &obsolete_files, &data)?;
         if manifest_number > 1 {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
         }
+        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         let mut session = [0u8; 8];
         getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
         let inner = Arc::new(DbInner {
             storage,
             cache,
+            obsolete_files,
             session: u64::from_le_bytes(session),
             next_file_number: AtomicU64::new(data.next_file_number),
             write_lock: Mutex::new(()),
             visible_seq: AtomicU64::new(data.last_seq),
+            frozen_total: AtomicU64::new(0),
             super_version: RwLock::new(Arc::new(SuperVersion {
                 mem: Arc::new(MemTable::new()),
                 frozen: Vec::new(),
                 version: Arc::new(version),
             })),
             meta: Mutex::new(MetaState { manifest_number }),
-            families: RwLock::new(data.column_families.into_iter().collect()),
+            families: RwLock::new(
+                data.column_families
+                    .iter()
+                    .map(|(name, id)| (name.clone(), ColumnFamily::new(*id, name, instance)))
+                    .collect(),
+            ),
+            instance,
             compaction_lock: Mutex::new(()),
             ttl: TtlFilters::default(),
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            failure: OnceLock::new(),
             options,
         });
         if manifest_number == 0 {
@@ -175,26 +198,26 @@ impl Db {
             return Ok(cf);
         }
         let mut meta = self.inner.meta.lock().unwrap();
-        let id = {
+        let cf = {
             let mut families = self.inner.families.write().unwrap();
-            if let Some(&id) = families.get(name) {
-                return Ok(ColumnFamily { id, name: name.into() });
+            if let Some(cf) = families.get(name) {
+                return Ok(cf.clone());
             }
-            let id = id_for_name(name, |id| families.values().any(|&used| used == id));
-            families.insert(name.to_string(), id);
-            id
+            let id = id_for_name(name, |id| families.values().any(|used| used.id == id));
+            let cf = ColumnFamily::new(id, name, self.inner.instance);
+            families.insert(name.to_string(), cf.clone());
+            cf
         };
         let version = self.inner.current().version.clone();
         if let Err(e) = self.inner.persist(&mut meta, &version) {
             self.inner.families.write().unwrap().remove(name);
             return Err(e);
         }
-        Ok(ColumnFamily { id, name: name.into() })
+        Ok(cf)
     }
 
     pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
-        let families = self.inner.families.read().unwrap();
-        families.get(name).map(|&id| ColumnFamily { id, name: name.into() })
+        self.inner.families.read().unwrap().get(name).cloned()
     }
 
     pub fn cf_names(&self) -> Vec<String> {
@@ -202,14 +225,18 @@ impl Db {
     }
 
     /// Drops a column family and all of its data (one range deletion; compaction reclaims space).
+    /// Every handle of it is refused from now on, also once a family of the same name exists.
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_family(cf)?;
         if self.cf(cf.name()).as_ref() != Some(cf) {
             return Err(Error::invalid(format!("no column family {:?}", cf.name())));
         }
+        // Refused first, so that no write through a handle lands after the range deletion.
+        cf.mark_dropped();
         let mut batch = WriteBatch::new();
         batch.delete_prefix(cf, &[]);
-        self.write(&batch)?;
+        self.apply(&batch, false)?;
         let mut meta = self.inner.meta.lock().unwrap();
         self.inner.families.write().unwrap().remove(cf.name());
         self.inner.ttl.set(cf.id, None);
@@ -254,6 +281,7 @@ impl Db {
     }
 
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.check_family(cf)?;
         let key = prefixed_key(cf.id, key);
         Ok(read::multi_get(&self.inner, std::slice::from_ref(&key))?.pop().flatten())
     }
@@ -261,6 +289,7 @@ impl Db {
     /// Reads many keys of any column families at once; their block reads from storage are
     /// issued concurrently. Results are in the order of `keys`.
     pub fn multi_get(&self, keys: &[(&ColumnFamily, &[u8])]) -> Result<Vec<Option<Bytes>>> {
+        keys.iter().try_for_each(|(cf, _)| self.inner.check_family(cf))?;
         let keys: Vec<Bytes> = keys.iter().map(|(cf, key)| prefixed_key(cf.id, key)).collect();
         read::multi_get(&self.inner, &keys)
     }
@@ -272,16 +301,24 @@ impl Db {
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<DbIterator> {
+        self.inner.check_family(cf)?;
         DbIterator::new(&self.inner, cf, start, end)
     }
 
     /// Iterates the keys of `cf` that start with `prefix`, as of now.
     pub fn iter_prefix(&self, cf: &ColumnFamily, prefix: &[u8]) -> Result<DbIterator> {
+        self.inner.check_family(cf)?;
         DbIterator::with_prefix(&self.inner, cf, prefix)
     }
 
     /// Applies a batch atomically: readers see all of it or none of it.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.apply(batch, true)
+    }
+
+    /// `write`; `check_families: false` skips the check of the batch's handles (`drop_cf` writes
+    /// through the one it just refused).
+    fn apply(&self, batch: &WriteBatch, check_families: bool) -> Result<()> {
         self.inner.check_open()?;
         if batch.is_empty() {
             return Ok(());
@@ -293,8 +330,20 @@ impl Db {
                 "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
             )));
         }
-        let _writer = self.inner.write_lock.lock().unwrap();
-        self.inner.wait_for_memtable_room()?;
+        // Wait for room without the write lock: a stalled writer must not hold up a checkpoint's
+        // synchronous phase (or other writers' checks) for as long as a flush takes.
+        let _writer = loop {
+            self.inner.wait_for_memtable_room()?;
+            let writer = self.inner.write_lock.lock().unwrap();
+            if self.inner.has_memtable_room() {
+                break writer;
+            }
+        };
+        // Under the write lock: a family dropped before this point has its range deletion at a
+        // lower sequence number, so a write accepted here can never outlive the drop.
+        if check_families {
+            batch.families.iter().try_for_each(|cf| self.inner.check_family(cf))?;
+        }
         let mem = self.inner.current().mem.clone();
         let mut seq = self.inner.visible_seq.load(Ordering::Acquire);
         if seq + batch.len() as u64 > MAX_SEQ {
@@ -330,34 +379,21 @@ impl Db {
         Ok(())
     }
 
-    /// Flushes everything written so far and waits until it is durable in a manifest.
+    /// Flushes everything written so far and waits until it is durable in a manifest. A flush
+    /// failing with a transient error is retried in the background meanwhile; one that fails for
+    /// good fails the database, and this returns that failure.
     pub fn flush(&self) -> Result<()> {
-        self.inner.check_open()?;
-        let failures_before = self.inner.background.lock().unwrap().flush_failures;
         self.freeze_memtable()?;
-        let waiting_for = self.inner.current().frozen.clone();
-        let mut background = self.inner.background.lock().unwrap();
+        // Memtables flush in the order they were frozen.
+        let frozen = self.inner.frozen_total.load(Ordering::Acquire);
+        let inner = &self.inner;
+        let mut background = inner.background.lock().unwrap();
         loop {
-            let sv = self.inner.current();
-            if !waiting_for.iter().any(|m| sv.frozen.iter().any(|f| Arc::ptr_eq(f, m))) {
+            if background.flushes_done >= frozen {
                 return Ok(());
             }
-            if background.flush_failures > failures_before {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
-                    self.inner.storage.url(),
-                    format!("flush failed: {message}"),
-                ));
-            }
-            if background.shutdown {
-                return Err(Error::Closed("database closed during flush".into()));
-            }
-            background = self
-                .inner
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            inner.check_running(&background, "database closed during flush")?;
+            background = inner.background_changed.wait(background).unwrap();
         }
     }
 
@@ -374,6 +410,12 @@ impl Db {
         Ok(())
     }
 
+    /// Waits until every file that left the tree so far and has no reader, iterator or
+    /// checkpoint left is deleted from storage (or its deletion failed, which is logged).
+    pub fn wait_for_file_deletions(&self) {
+        self.inner.obsolete_files.wait_idle();
+    }
+
     pub fn stats(&self) -> DbStats {
         let sv = self.inner.current();
         DbStats {
@@ -383,6 +425,7 @@ impl Db {
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
             frozen_memtables: sv.frozen.len(),
+            stalled_writers: self.inner.background.lock().unwrap().stalled_writers,
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
             ttl_removed_entries: self.inner.ttl.removed(),
@@ -396,7 +439,7 @@ impl Db {
             return Ok(());
         }
         self.inner.background.lock().unwrap().shutdown = true;
-        self.inner.background_changed.notify_all();
+        self.inner.notify_background();
         for worker in self.workers.lock().unwrap().drain(..) {
             let _ = worker.join();
         }
@@ -411,11 +454,47 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// Fails if the database is closed or failed (naming the error that failed it).
     pub fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("database is closed".into()));
         }
+        match self.failure.get() {
+            Some(cause) => Err(Error::Failed(cause.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// For waiters on `background_changed`: fails once the database failed or shuts down.
+    pub(crate) fn check_running(&self, background: &BackgroundState, closing: &str) -> Result<()> {
+        if let Some(cause) = self.failure.get() {
+            return Err(Error::Failed(cause.clone()));
+        }
+        if background.shutdown {
+            return Err(Error::Closed(closing.into()));
+        }
         Ok(())
+    }
+
+    /// For the background threads: true once they must stop (shutdown, or the database failed).
+    pub(crate) fn stopped(&self, background: &BackgroundState) -> bool {
+        background.shutdown || self.failure.get().is_some()
+    }
+
+    /// Stops the database after background work failed for good: every later call fails with
+    /// `error` as its cause, and waiters wake up to that.
+    pub(crate) fn fail(&self, error: Error) {
+        tracing::error!("database {} failed, refusing every call: {error}", self.storage.url());
+        let _ = self.failure.set(Arc::new(error));
+        self.notify_background();
+    }
+
+    /// Waits `delay` before background work is retried; false if the database shuts down first.
+    pub(crate) fn pause_before_retry(&self, delay: Duration) -> bool {
+        let background = self.background.lock().unwrap();
+        let (background, _) =
+            self.background_changed.wait_timeout_while(background, delay, |b| !b.shutdown).unwrap();
+        !background.shutdown
     }
 
     pub fn current(&self) -> Arc<SuperVersion> {
@@ -425,7 +504,12 @@ impl DbInner {
     /// Column families by name, as the manifest stores them.
     pub fn column_families(&self) -> Vec<(String, u32)> {
         let families = self.families.read().unwrap();
-        families.iter().map(|(name, id)| (name.clone(), *id)).collect()
+        families.iter().map(|(name, cf)| (name.clone(), cf.id)).collect()
+    }
+
+    /// Fails unless `cf` is a live family of this database.
+    pub(crate) fn check_family(&self, cf: &ColumnFamily) -> Result<()> {
+        cf.check(self.instance)
     }
 
     pub fn visible_seq(&self) -> SeqNo {
@@ -440,6 +524,13 @@ impl DbInner {
     /// insert races with the swap.
     pub(crate) fn freeze_memtable(&self) {
         self.freeze_memtable_quietly();
+        self.notify_background();
+    }
+
+    /// Wakes every waiter on `background_changed` after a change they check. The lock is taken
+    /// first so that a waiter between its check and its wait cannot miss the wake-up.
+    pub(crate) fn notify_background(&self) {
+        drop(self.background.lock().unwrap());
         self.background_changed.notify_all();
     }
 
@@ -458,31 +549,39 @@ impl DbInner {
             frozen,
             version: sv.version.clone(),
         });
+        self.frozen_total.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn has_memtable_room(&self) -> bool {
+        self.current().frozen.len() < self.options.max_frozen_memtables
     }
 
     /// Stalls the writer while too many frozen memtables wait for flush; bounded memory wins over
-    /// latency. Fails if flushing keeps failing, so writers learn about it.
+    /// latency. Fails if the database fails meanwhile (a flush that cannot succeed), so writers
+    /// learn about it. The caller holds no lock, so room may be gone again when it takes the write
+    /// lock.
     fn wait_for_memtable_room(&self) -> Result<()> {
         let mut background = self.background.lock().unwrap();
-        let failures_before = background.flush_failures;
-        while self.current().frozen.len() >= self.options.max_frozen_memtables {
-            if background.shutdown {
-                return Err(Error::Closed("database is closed".into()));
+        let mut stalled = false;
+        let outcome = loop {
+            if self.has_memtable_room() {
+                break Ok(());
             }
-            if background.flush_failures > failures_before + 2 {
-                let message = background.last_flush_error.clone().unwrap_or_default();
-                return Err(Error::io(
-                    self.storage.url(),
-                    format!("write stalled, flush failing: {message}"),
-                ));
+            if let Err(e) = self.check_running(&background, "database is closed") {
+                break Err(e);
             }
-            background = self
-                .background_changed
-                .wait_timeout(background, Duration::from_millis(100))
-                .unwrap()
-                .0;
+            if !stalled {
+                stalled = true;
+                background.stalled_writers += 1;
+                self.background_changed.notify_all();
+            }
+            background = self.background_changed.wait(background).unwrap();
+        };
+        if stalled {
+            background.stalled_writers -= 1;
+            self.background_changed.notify_all();
         }
-        Ok(())
+        outcome
     }
 
     pub fn request_compaction(&self) {
@@ -523,7 +622,7 @@ impl DbInner {
         drop(sv);
         drop(meta);
         old.files().filter(|f| !live.contains(&f.number)).for_each(|f| f.mark_obsolete());
-        self.background_changed.notify_all();
+        self.notify_background();
         Ok(())
     }
 
@@ -559,6 +658,7 @@ impl DbInner {
 fn load_version(
     storage: &StorageRef,
     cache: &Arc<BlockCache>,
+    obsolete_files: &Arc<ObsoleteFiles>,
     data: &ManifestData,
 ) -> Result<Version> {
     let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
@@ -571,7 +671,8 @@ fn load_version(
                 format!("file {} at level {level}", record.path),
             ));
         }
-        let file = TableFile::from_record(record, storage.clone(), cache.clone());
+        let file =
+            TableFile::from_record(record, storage.clone(), cache.clone(), obsolete_files.clone());
         version.levels[level].push(Arc::new(file));
     }
     Ok(version)

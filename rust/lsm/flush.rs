@@ -1,44 +1,62 @@
 //! The flush worker: writes the oldest frozen memtable as L0 files and installs them. A failed
-//! flush keeps the memtable (readers still see it) and is retried; `Db::flush` reports it.
+//! flush keeps the memtable and leaves the last manifest current; a transient failure is retried,
+//! any other fails the database (`lsm::retry`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db::DbInner;
 use crate::lsm::memtable::MemTable;
+use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
 use crate::lsm::version::Version;
 
-const RETRY_DELAY: Duration = Duration::from_millis(100);
-
 pub(crate) fn run_flush_worker(db: &DbInner) {
+    let mut backoff = Backoff::default();
     loop {
         let oldest = {
             let mut background = db.background.lock().unwrap();
             loop {
-                if background.shutdown {
+                if db.stopped(&background) {
                     return;
                 }
-                let sv = db.current();
-                let level0_full = db.options.auto_compaction
-                    && sv.version.levels[0].len() >= db.options.l0_stop_trigger;
-                if let Some(oldest) = sv.frozen.last().filter(|_| !level0_full) {
-                    break oldest.clone();
+                if let Some(oldest) = next_to_flush(db) {
+                    break oldest;
                 }
                 background = db.background_changed.wait(background).unwrap();
             }
         };
-        if let Err(e) = flush_memtable(db, &oldest) {
-            tracing::warn!("flush failed, will retry: {e}");
-            let mut background = db.background.lock().unwrap();
-            background.flush_failures += 1;
-            background.last_flush_error = Some(e.to_string());
-            db.background_changed.notify_all();
-            let _ = db.background_changed.wait_timeout(background, RETRY_DELAY);
+        let flushed = flush_memtable(db, &oldest);
+        // Let go of the memtable (and the version it was flushed into) before reporting, so a
+        // waiter that returns holds the last references to what the flush replaced.
+        drop(oldest);
+        match flushed {
+            Ok(()) => {
+                backoff.succeeded();
+                db.background.lock().unwrap().flushes_done += 1;
+                db.background_changed.notify_all();
+            }
+            Err(e) => match backoff.after(&e, &db.options) {
+                Some(delay) => {
+                    tracing::warn!("flush failed, retrying in {delay:?}: {e}");
+                    if !db.pause_before_retry(delay) {
+                        return;
+                    }
+                }
+                None => return db.fail(e),
+            },
         }
     }
+}
+
+/// The oldest frozen memtable, unless level 0 is too full. The super version is not kept: an idle
+/// flush thread must not keep an old version's files alive.
+fn next_to_flush(db: &DbInner) -> Option<Arc<MemTable>> {
+    let sv = db.current();
+    let level0_full =
+        db.options.auto_compaction && sv.version.levels[0].len() >= db.options.l0_stop_trigger;
+    sv.frozen.last().filter(|_| !level0_full).cloned()
 }
 
 fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {

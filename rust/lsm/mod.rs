@@ -14,6 +14,8 @@ pub mod column_family;
 mod compaction;
 pub mod db;
 pub mod db_iterator;
+#[cfg(test)]
+mod db_tests;
 mod flush;
 pub mod iterator;
 pub mod iterators;
@@ -25,6 +27,7 @@ pub mod range_tombstone;
 mod read;
 mod resolve;
 pub mod restore;
+mod retry;
 pub mod sst;
 mod table_sink;
 pub mod ttl;

@@ -5,6 +5,8 @@
 //! docs: `ForStNative.open` parses by it, and the Java side reads it (`ForStNative.engineOptions`)
 //! to offer every option as a Flink key, so no name is repeated in Java.
 
+use std::time::Duration;
+
 use crate::lsm::sst::{Compression, TableOptions};
 use crate::{Error, Result};
 
@@ -31,6 +33,12 @@ pub struct DbOptions {
     pub compaction_readahead_bytes: usize,
     /// Run background compactions (tests turn this off to control when they happen).
     pub auto_compaction: bool,
+    /// A background flush or compaction failing with a transient error is retried this many
+    /// times, after `retry_backoff`, doubled for each next retry up to `max_retry_backoff`. A
+    /// permanent error, or one that outlasts the retries, fails the database.
+    pub background_retries: u32,
+    pub retry_backoff: Duration,
+    pub max_retry_backoff: Duration,
     pub table: TableOptions,
 }
 
@@ -47,6 +55,10 @@ impl Default for DbOptions {
             level_size_multiplier: 10,
             compaction_readahead_bytes: 2 << 20,
             auto_compaction: true,
+            // About 20 s of retries: a storage hiccup passes, an outage fails the task.
+            background_retries: 8,
+            retry_backoff: Duration::from_millis(100),
+            max_retry_backoff: Duration::from_secs(10),
             table: TableOptions::default(),
         }
     }

@@ -92,6 +92,7 @@ impl<'a> TableSink<'a> {
             self.tombstones_applied_through,
             storage,
             self.db.cache.clone(),
+            self.db.obsolete_files.clone(),
         )));
         Ok(())
     }

@@ -4,16 +4,21 @@
 //!
 //! Injected failures happen before the call reaches the inner storage: the operation has no
 //! effect. Their message contains "injected fault" so tests can tell them from real errors.
+//!
+//! A kind can also be held ([`FaultStorage::hold`]): its calls wait at a gate, without blocking a
+//! thread, until released, so a test can stop a flush mid-way and act while it is stuck.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use tokio::sync::Notify;
 
 use super::{FileInfo, FileWriter, Storage, StorageRef, WriteMode};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// The calls a rule can target. `Read` covers both `read` and `read_range`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,6 +97,11 @@ struct FaultState {
     calls: HashMap<OpKind, u64>,
     injected: u64,
     short_reads_done: u64,
+    /// The kind of injected failures (transient unless a test says otherwise).
+    error_kind: Option<ErrorKind>,
+    held: HashSet<OpKind>,
+    /// Calls waiting at the gate right now, per kind.
+    waiting: HashMap<OpKind, u64>,
 }
 
 impl FaultState {
@@ -132,19 +142,59 @@ impl FaultState {
     }
 }
 
+#[derive(Debug, Default)]
+struct SharedState {
+    state: Mutex<FaultState>,
+    /// Signalled when a call starts waiting at the gate (for [`FaultStorage::wait_held`]).
+    waiting_changed: Condvar,
+    /// Signalled when held kinds are released.
+    released: Notify,
+}
+
 #[derive(Debug, Clone, Default)]
-struct Shared(Arc<Mutex<FaultState>>);
+struct Shared(Arc<SharedState>);
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, FaultState> {
         // A test that panicked while holding the lock must not hide the next test's failure.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn check(&self, kind: OpKind, url: &str) -> Result<()> {
-        match self.lock().check(kind) {
-            Some(count) => Err(Error::io(url, format!("injected fault: {kind:?} call #{count}"))),
+    /// Waits while `kind` is held, then counts the call and fails it if a rule says so.
+    async fn check(&self, kind: OpKind, url: &str) -> Result<()> {
+        self.pass_gate(kind).await;
+        let mut state = self.lock();
+        match state.check(kind) {
+            Some(count) => Err(Error::storage(
+                state.error_kind.unwrap_or(ErrorKind::Transient),
+                url,
+                format!("injected fault: {kind:?} call #{count}"),
+                None,
+            )),
             None => Ok(()),
+        }
+    }
+
+    async fn pass_gate(&self, kind: OpKind) {
+        let mut counted = false;
+        loop {
+            // Created before the check: a release between the check and the await still wakes it.
+            let released = self.0.released.notified();
+            {
+                let mut state = self.lock();
+                if !state.held.contains(&kind) {
+                    if counted {
+                        *state.waiting.entry(kind).or_default() -= 1;
+                    }
+                    return;
+                }
+                if !counted {
+                    counted = true;
+                    *state.waiting.entry(kind).or_default() += 1;
+                    self.0.waiting_changed.notify_all();
+                }
+            }
+            released.await;
         }
     }
 }
@@ -195,12 +245,38 @@ impl FaultStorage {
             (fraction > 0.0).then(|| Fraction { fraction, rng: XorShift::new(seed) });
     }
 
-    /// Removes every rule; counters are kept.
+    /// Injected failures from now on are of `kind` (until then: transient, as a network hiccup).
+    pub fn fail_as(&self, kind: ErrorKind) {
+        self.state.lock().error_kind = Some(kind);
+    }
+
+    /// Calls of `kind` wait until [`FaultStorage::release`] (calls already past the gate go on).
+    pub fn hold(&self, kind: OpKind) {
+        self.state.lock().held.insert(kind);
+    }
+
+    /// Lets held calls of every kind go on, and later ones pass.
+    pub fn release(&self) {
+        self.state.lock().held.clear();
+        self.state.0.released.notify_waiters();
+    }
+
+    /// Blocks until at least `n` calls of `kind` wait at the gate.
+    pub fn wait_held(&self, kind: OpKind, n: u64) {
+        let mut state = self.state.lock();
+        while state.waiting.get(&kind).copied().unwrap_or(0) < n {
+            state = self.state.0.waiting_changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Removes every rule and releases held calls; counters are kept.
     pub fn clear(&self) {
         let mut state = self.state.lock();
         state.nth.clear();
         state.fraction.clear();
         state.short_reads = None;
+        drop(state);
+        self.release();
     }
 
     /// Calls of `kind` seen so far, failed ones included.
@@ -231,50 +307,50 @@ impl Storage for FaultStorage {
 
     async fn create(&self, path: &str) -> Result<Box<dyn FileWriter>> {
         let url = self.url_of(path);
-        self.state.check(OpKind::Create, &url)?;
+        self.state.check(OpKind::Create, &url).await?;
         let inner = self.inner.create(path).await?;
         Ok(Box::new(FaultWriter { inner, state: self.state.clone(), url }))
     }
 
     async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
-        self.state.check(OpKind::Put, &self.url_of(path))?;
+        self.state.check(OpKind::Put, &self.url_of(path)).await?;
         self.inner.put(path, data, mode).await
     }
 
     async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
-        self.state.check(OpKind::Read, &self.url_of(path))?;
+        self.state.check(OpKind::Read, &self.url_of(path)).await?;
         let data = self.inner.read_range(path, range).await?;
         Ok(self.state.lock().shorten(data))
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        self.state.check(OpKind::Read, &self.url_of(path))?;
+        self.state.check(OpKind::Read, &self.url_of(path)).await?;
         let data = self.inner.read(path).await?;
         Ok(self.state.lock().shorten(data))
     }
 
     async fn size(&self, path: &str) -> Result<u64> {
-        self.state.check(OpKind::Size, &self.url_of(path))?;
+        self.state.check(OpKind::Size, &self.url_of(path)).await?;
         self.inner.size(path).await
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<FileInfo>> {
-        self.state.check(OpKind::List, &self.url_of(dir))?;
+        self.state.check(OpKind::List, &self.url_of(dir)).await?;
         self.inner.list(dir).await
     }
 
     async fn delete(&self, path: &str) -> Result<()> {
-        self.state.check(OpKind::Delete, &self.url_of(path))?;
+        self.state.check(OpKind::Delete, &self.url_of(path)).await?;
         self.inner.delete(path).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.state.check(OpKind::Rename, &self.url_of(from))?;
+        self.state.check(OpKind::Rename, &self.url_of(from)).await?;
         self.inner.rename(from, to).await
     }
 
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
-        self.state.check(OpKind::Copy, &self.url_of(from))?;
+        self.state.check(OpKind::Copy, &self.url_of(from)).await?;
         self.inner.copy(from, to).await
     }
 
@@ -284,7 +360,7 @@ impl Storage for FaultStorage {
 
     /// Counts as a Copy: checkpoints and restores copy files in through here.
     async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
-        self.state.check(OpKind::Copy, &self.url_of(to))?;
+        self.state.check(OpKind::Copy, &self.url_of(to)).await?;
         self.inner.copy_in(src, from, to).await
     }
 }
@@ -298,13 +374,13 @@ struct FaultWriter {
 #[async_trait]
 impl FileWriter for FaultWriter {
     async fn write(&mut self, data: Bytes) -> Result<()> {
-        self.state.check(OpKind::Write, &self.url)?;
+        self.state.check(OpKind::Write, &self.url).await?;
         self.inner.write(data).await
     }
 
     async fn finish(self: Box<Self>) -> Result<u64> {
         // On failure the inner writer is dropped unfinished, so nothing becomes visible.
-        self.state.check(OpKind::Finish, &self.url)?;
+        self.state.check(OpKind::Finish, &self.url).await?;
         self.inner.finish().await
     }
 

@@ -58,6 +58,10 @@ pub struct LatencyStats {
     /// `put` calls and writer `write` calls.
     pub writes: u64,
     pub bytes_written: u64,
+    /// The most calls that were in flight at once: concurrent calls overlap their latency.
+    pub max_in_flight: u64,
+    /// Injected latency that calls finished waiting, summed over calls.
+    pub delayed: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -67,11 +71,33 @@ struct Counters {
     bytes_read: AtomicU64,
     writes: AtomicU64,
     bytes_written: AtomicU64,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+    delayed_nanos: AtomicU64,
+}
+
+/// One call in flight, from its start until it returns (or is dropped).
+struct Call<'a>(&'a Counters);
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Counters {
-    fn call(&self) {
+    fn call(&self) -> Call<'_> {
         self.calls.fetch_add(1, Ordering::Relaxed);
+        let in_flight = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        Call(self)
+    }
+
+    /// A zero cost completes on the first poll.
+    async fn wait(&self, cost: Duration) {
+        delay(cost).await;
+        let nanos = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
+        self.delayed_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     fn read(&self, bytes: u64) {
@@ -83,11 +109,6 @@ impl Counters {
         self.writes.fetch_add(1, Ordering::Relaxed);
         self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
     }
-}
-
-async fn wait(latency: Latency, bytes: u64) {
-    // A zero cost completes on the first poll.
-    delay(latency.cost(bytes)).await;
 }
 
 #[derive(Debug)]
@@ -114,12 +135,15 @@ impl LatencyStorage {
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             writes: c.writes.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
+            max_in_flight: c.max_in_flight.load(Ordering::Relaxed),
+            delayed: Duration::from_nanos(c.delayed_nanos.load(Ordering::Relaxed)),
         }
     }
 
     pub fn reset_stats(&self) {
         let c = &self.counters;
-        for counter in [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written] {
+        let counters = [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written];
+        for counter in counters.into_iter().chain([&c.max_in_flight, &c.delayed_nanos]) {
             counter.store(0, Ordering::Relaxed);
         }
     }
@@ -132,8 +156,8 @@ impl Storage for LatencyStorage {
     }
 
     async fn create(&self, path: &str) -> Result<Box<dyn FileWriter>> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         let inner = self.inner.create(path).await?;
         Ok(Box::new(LatencyWriter {
             inner,
@@ -143,59 +167,59 @@ impl Storage for LatencyStorage {
     }
 
     async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
-        self.counters.call();
+        let _call = self.counters.call();
         self.counters.write(data.len() as u64);
-        wait(self.latency, data.len() as u64).await;
+        self.counters.wait(self.latency.cost(data.len() as u64)).await;
         self.inner.put(path, data, mode).await
     }
 
     async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
-        self.counters.call();
+        let _call = self.counters.call();
         let len = range.end.saturating_sub(range.start);
-        wait(self.latency, len).await;
+        self.counters.wait(self.latency.cost(len)).await;
         let data = self.inner.read_range(path, range).await?;
         self.counters.read(data.len() as u64);
         Ok(data)
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        self.counters.call();
+        let _call = self.counters.call();
         // The size is unknown up front: pay the round trip before, the transfer after.
-        wait(self.latency, 0).await;
+        self.counters.wait(self.latency.cost(0)).await;
         let data = self.inner.read(path).await?;
         self.counters.read(data.len() as u64);
-        delay(self.latency.cost(data.len() as u64) - self.latency.per_call).await;
+        self.counters.wait(self.latency.cost(data.len() as u64) - self.latency.per_call).await;
         Ok(data)
     }
 
     async fn size(&self, path: &str) -> Result<u64> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.size(path).await
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<FileInfo>> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.list(dir).await
     }
 
     async fn delete(&self, path: &str) -> Result<()> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.delete(path).await
     }
 
     async fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.rename(from, to).await
     }
 
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
         // Server-side: no bytes cross the client's link.
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.copy(from, to).await
     }
 
@@ -204,8 +228,8 @@ impl Storage for LatencyStorage {
     }
 
     async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<super::Transfer> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.copy_in(src, from, to).await
     }
 }
@@ -219,21 +243,21 @@ struct LatencyWriter {
 #[async_trait]
 impl FileWriter for LatencyWriter {
     async fn write(&mut self, data: Bytes) -> Result<()> {
-        self.counters.call();
+        let _call = self.counters.call();
         self.counters.write(data.len() as u64);
-        wait(self.latency, data.len() as u64).await;
+        self.counters.wait(self.latency.cost(data.len() as u64)).await;
         self.inner.write(data).await
     }
 
     async fn finish(self: Box<Self>) -> Result<u64> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.finish().await
     }
 
     async fn abort(self: Box<Self>) -> Result<()> {
-        self.counters.call();
-        wait(self.latency, 0).await;
+        let _call = self.counters.call();
+        self.counters.wait(self.latency.cost(0)).await;
         self.inner.abort().await
     }
 }

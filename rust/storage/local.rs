@@ -88,7 +88,7 @@ impl LocalStorage {
             )));
         }
         std::fs::create_dir_all(&root)
-            .map_err(|e| Error::io(&url, format!("cannot create directory: {e}")))?;
+            .map_err(|e| Error::from_io(&url, "cannot create directory", e))?;
         Ok(Self { inner: Arc::new(Inner { root, url, fsync, handles: Mutex::default() }) })
     }
 
@@ -110,13 +110,8 @@ impl Inner {
         Ok((rel.to_string(), self.root.join(rel)))
     }
 
-    /// NotFound keeps its own variant (callers branch on it); the rest become Io naming the URL.
     fn map_err(&self, rel: &str, what: &str, err: io::Error) -> Error {
-        if err.kind() == ErrorKind::NotFound {
-            Error::NotFound(self.full_url(rel))
-        } else {
-            Error::io(self.full_url(rel), format!("{what}: {err}"))
-        }
+        Error::from_io(self.full_url(rel), what, err)
     }
 
     fn cached_handle(&self, rel: &str, abs: &Path) -> Result<Arc<File>> {
@@ -240,8 +235,13 @@ impl Inner {
         // Overwrite replaced the inode; CreateNew may have succeeded before a failing dir sync.
         self.invalidate(rel);
         result.map_err(|e| match e {
-            PublishError::Exists => Error::io(self.full_url(rel), "file already exists"),
-            PublishError::Io(what, e) => Error::io(self.full_url(rel), format!("{what}: {e}")),
+            PublishError::Exists => Error::storage(
+                crate::ErrorKind::AlreadyExists,
+                self.full_url(rel),
+                "file already exists",
+                None,
+            ),
+            PublishError::Io(what, e) => Error::from_io(self.full_url(rel), what, e),
         })
     }
 
@@ -388,7 +388,7 @@ impl Storage for LocalStorage {
         let (rel, dest) = s.location(path, false)?;
         let (file, tmp) = s
             .create_temp(&dest)
-            .map_err(|e| Error::io(s.full_url(&rel), format!("cannot create temp file: {e}")))?;
+            .map_err(|e| Error::from_io(s.full_url(&rel), "cannot create temp file", e))?;
         Ok(Box::new(LocalWriter {
             storage: self.inner.clone(),
             file: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
@@ -404,11 +404,11 @@ impl Storage for LocalStorage {
         let (rel, dest) = s.location(path, false)?;
         let (mut file, tmp) = s
             .create_temp(&dest)
-            .map_err(|e| Error::io(s.full_url(&rel), format!("cannot create temp file: {e}")))?;
+            .map_err(|e| Error::from_io(s.full_url(&rel), "cannot create temp file", e))?;
         if let Err(e) = file.write_all(&data) {
             drop(file);
             let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io(s.full_url(&rel), format!("cannot write: {e}")));
+            return Err(Error::from_io(s.full_url(&rel), "cannot write", e));
         }
         s.publish(file, &tmp, &rel, &dest, mode)
     }
@@ -552,12 +552,9 @@ impl Storage for LocalStorage {
 }
 
 impl Inner {
-    /// A missing source is NotFound(from); other failures name both ends.
+    /// Names both ends; a missing source is NotFound naming `from`.
     fn rename_err(&self, op: &str, from: &str, to: &str, err: io::Error) -> Error {
-        if err.kind() == ErrorKind::NotFound {
-            return Error::NotFound(self.full_url(from));
-        }
-        Error::io(self.full_url(from), format!("{op} to {} failed: {err}", self.full_url(to)))
+        Error::from_io(self.full_url(from), format!("{op} to {}", self.full_url(to)), err)
     }
 }
 
@@ -572,8 +569,12 @@ struct LocalWriter {
 }
 
 impl LocalWriter {
-    fn err(&self, what: &str, e: impl fmt::Display) -> Error {
-        Error::io(self.storage.full_url(&self.rel), format!("{what}: {e}"))
+    fn err(&self, what: &str, e: io::Error) -> Error {
+        Error::from_io(self.storage.full_url(&self.rel), what, e)
+    }
+
+    fn misuse(&self, what: &str) -> Error {
+        Error::io(self.storage.full_url(&self.rel), format!("{what} after finish or abort"))
     }
 }
 
@@ -581,7 +582,7 @@ impl LocalWriter {
 impl FileWriter for LocalWriter {
     async fn write(&mut self, data: Bytes) -> Result<()> {
         let Some(file) = self.file.as_mut() else {
-            return Err(self.err("write", "write after finish or abort"));
+            return Err(self.misuse("write"));
         };
         let written = file.write_all(&data);
         written.map_err(|e| self.err("cannot write", e))?;
@@ -591,16 +592,16 @@ impl FileWriter for LocalWriter {
 
     async fn finish(mut self: Box<Self>) -> Result<u64> {
         let Some(file) = self.file.take() else {
-            return Err(self.err("finish", "finish after finish or abort"));
+            return Err(self.misuse("finish"));
         };
         let file = match file.into_inner() {
             Ok(file) => file,
             Err(e) => {
-                let message = e.error().to_string();
+                let (error, writer) = e.into_parts();
                 // into_parts: dropping the BufWriter would retry the failed write.
-                drop(e.into_inner().into_parts());
+                drop(writer.into_parts());
                 let _ = std::fs::remove_file(&self.tmp);
-                return Err(self.err("cannot write", message));
+                return Err(self.err("cannot write", error));
             }
         };
         // Like the object-store writer, finish replaces any file already at the path.

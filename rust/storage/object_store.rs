@@ -12,7 +12,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
 use super::{FileInfo, FileWriter, Storage, WriteMode};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// Files smaller than this go up in one `put`; larger ones as a multipart upload in parts of this
 /// size. 8 MiB is above S3's 5 MiB minimum part and keeps at most a few parts buffered per file.
@@ -87,28 +87,63 @@ impl ObjectStoreStorage {
         Ok(self.root.parts().chain(rel.parts()).collect())
     }
 
-    fn map_err(&self, path: &str, err: object_store::Error) -> Error {
-        map_store_error(self.full_url(path), err)
+    fn map_err(&self, path: &str, what: &str, err: object_store::Error) -> Error {
+        map_store_error(self.full_url(path), what, err)
     }
 }
 
-/// NotFound keeps its own variant (callers branch on it); everything else becomes Io carrying the
-/// full source chain, since reqwest/hyper put the useful part (refused, timeout) deep inside.
-fn map_store_error(url: String, err: object_store::Error) -> Error {
-    if let object_store::Error::NotFound { .. } = err {
-        return Error::NotFound(url);
+/// The error of a store call `what` on `url`, with its kind (see [`store_error_kind`]); the store's
+/// error stays the source, so its whole chain reaches the message.
+pub(super) fn map_store_error(url: String, what: &str, err: object_store::Error) -> Error {
+    let kind = store_error_kind(&err);
+    Error::storage(kind, url, what, Some(Arc::new(err)))
+}
+
+fn store_error_kind(err: &object_store::Error) -> ErrorKind {
+    use object_store::Error as E;
+    match err {
+        E::NotFound { .. } => ErrorKind::NotFound,
+        E::AlreadyExists { .. } | E::Precondition { .. } => ErrorKind::AlreadyExists,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => ErrorKind::PermissionDenied,
+        E::InvalidPath { .. }
+        | E::NotSupported { .. }
+        | E::NotImplemented { .. }
+        | E::UnknownConfigurationKey { .. } => ErrorKind::InvalidArgument,
+        _ if transient_in_chain(err) || server_busy(&err.to_string()) => ErrorKind::Transient,
+        _ => ErrorKind::Other,
     }
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
+}
+
+/// A connection, request or timeout failure of the HTTP client, or an OS error that retrying can
+/// fix, anywhere in the chain (object_store wraps them several levels deep).
+fn transient_in_chain(err: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut next: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(error) = next {
+        if let Some(http) = error.downcast_ref::<HttpError>() {
+            return matches!(
+                http.kind(),
+                HttpErrorKind::Connect
+                    | HttpErrorKind::Request
+                    | HttpErrorKind::Timeout
+                    | HttpErrorKind::Interrupted
+            );
         }
-        source = s.source();
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return ErrorKind::of_io(io.kind()) == ErrorKind::Transient;
+        }
+        next = error.source();
     }
-    Error::Io { path: url, message }
+    false
+}
+
+/// A 5xx or 429 answer. object_store keeps the status only in the text of its (private) retry
+/// error: "Server returned non-2xx status code: 503 Service Unavailable: ...".
+fn server_busy(text: &str) -> bool {
+    const MARK: &str = "status code: ";
+    let Some(at) = text.find(MARK) else { return false };
+    let status = &text[at + MARK.len()..];
+    status.starts_with('5') || status.starts_with("429")
 }
 
 #[async_trait]
@@ -135,10 +170,7 @@ impl Storage for ObjectStoreStorage {
         });
         match self.store.put_opts(&location, data.into(), opts).await {
             Ok(_) => Ok(()),
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                Err(Error::io(self.full_url(path), "file already exists"))
-            }
-            Err(e) => Err(self.map_err(path, e)),
+            Err(e) => Err(self.map_err(path, "put", e)),
         }
     }
 
@@ -166,7 +198,7 @@ impl Storage for ObjectStoreStorage {
             .store
             .get_range(&location, range.clone())
             .await
-            .map_err(|e| self.map_err(path, e))?;
+            .map_err(|e| self.map_err(path, "read range", e))?;
         // Stores clamp a range that runs past EOF instead of failing.
         if data.len() as u64 != want {
             return Err(Error::io(
@@ -182,13 +214,13 @@ impl Storage for ObjectStoreStorage {
 
     async fn read(&self, path: &str) -> Result<Bytes> {
         let location = self.location(path)?;
-        let result = self.store.get(&location).await.map_err(|e| self.map_err(path, e))?;
-        result.bytes().await.map_err(|e| self.map_err(path, e))
+        let result = self.store.get(&location).await.map_err(|e| self.map_err(path, "get", e))?;
+        result.bytes().await.map_err(|e| self.map_err(path, "get", e))
     }
 
     async fn size(&self, path: &str) -> Result<u64> {
         let location = self.location(path)?;
-        let meta = self.store.head(&location).await.map_err(|e| self.map_err(path, e))?;
+        let meta = self.store.head(&location).await.map_err(|e| self.map_err(path, "head", e))?;
         Ok(meta.size)
     }
 
@@ -200,7 +232,7 @@ impl Storage for ObjectStoreStorage {
             .list(prefix.as_ref())
             .try_collect()
             .await
-            .map_err(|e| self.map_err(dir, e))?;
+            .map_err(|e| self.map_err(dir, "list", e))?;
         let mut files = Vec::with_capacity(metas.len());
         for meta in metas {
             // Anything outside our root would be a store bug; skip rather than return junk paths.
@@ -217,7 +249,7 @@ impl Storage for ObjectStoreStorage {
         let location = self.location(path)?;
         match self.store.delete(&location).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.map_err(path, e)),
+            Err(e) => Err(self.map_err(path, "delete", e)),
         }
     }
 
@@ -250,15 +282,9 @@ impl Storage for ObjectStoreStorage {
 }
 
 impl ObjectStoreStorage {
-    /// A missing source is NotFound(from); other failures name both ends.
+    /// Names both ends; a missing source is NotFound naming `from`.
     fn rename_err(&self, op: &str, from: &str, to: &str, err: object_store::Error) -> Error {
-        match map_store_error(self.full_url(from), err) {
-            Error::Io { path, message } => Error::Io {
-                path,
-                message: format!("{op} to {} failed: {message}", self.full_url(to)),
-            },
-            other => other,
-        }
+        map_store_error(self.full_url(from), &format!("{op} to {}", self.full_url(to)), err)
     }
 }
 
@@ -279,8 +305,8 @@ struct ObjectStoreWriter {
 }
 
 impl ObjectStoreWriter {
-    fn err(&self, e: object_store::Error) -> Error {
-        map_store_error(self.url.clone(), e)
+    fn err(&self, what: &str, e: object_store::Error) -> Error {
+        map_store_error(self.url.clone(), what, e)
     }
 }
 
@@ -295,8 +321,11 @@ impl FileWriter for ObjectStoreWriter {
                     return Ok(());
                 }
                 let chunks = std::mem::take(chunks);
-                let upload =
-                    self.store.put_multipart(&self.location).await.map_err(|e| self.err(e))?;
+                let upload = self
+                    .store
+                    .put_multipart(&self.location)
+                    .await
+                    .map_err(|e| self.err("start upload", e))?;
                 let mut multipart =
                     WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
                 for chunk in chunks {
@@ -316,7 +345,7 @@ impl FileWriter for ObjectStoreWriter {
                 {
                     let _ = m.abort().await;
                 }
-                return Err(self.err(e));
+                return Err(self.err("upload part", e));
             }
         }
         Ok(())
@@ -326,11 +355,11 @@ impl FileWriter for ObjectStoreWriter {
         match std::mem::replace(&mut self.state, WriterState::Done) {
             WriterState::Buffering(chunks) => {
                 let payload: PutPayload = chunks.into_iter().collect();
-                self.store.put(&self.location, payload).await.map_err(|e| self.err(e))?;
+                self.store.put(&self.location, payload).await.map_err(|e| self.err("put", e))?;
             }
             WriterState::Multipart(multipart) => {
                 // WriteMultipart::finish aborts the upload itself when a part or complete fails.
-                multipart.finish().await.map_err(|e| self.err(e))?;
+                multipart.finish().await.map_err(|e| self.err("complete upload", e))?;
             }
             WriterState::Done => return Err(Error::io(&self.url, "finish after finish or abort")),
         }
@@ -339,7 +368,9 @@ impl FileWriter for ObjectStoreWriter {
 
     async fn abort(mut self: Box<Self>) -> Result<()> {
         match std::mem::replace(&mut self.state, WriterState::Done) {
-            WriterState::Multipart(multipart) => multipart.abort().await.map_err(|e| self.err(e)),
+            WriterState::Multipart(multipart) => {
+                multipart.abort().await.map_err(|e| self.err("abort upload", e))
+            }
             WriterState::Buffering(_) | WriterState::Done => Ok(()),
         }
     }

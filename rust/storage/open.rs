@@ -209,10 +209,9 @@ fn open_local(dir: &str, options: &StorageOptions) -> Result<StorageRef> {
         return Ok(Arc::new(LocalStorage::new(dir, options.local_fsync)?));
     }
     let url = format!("file://{}", dir.display());
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::io(&url, format!("cannot create directory: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::from_io(&url, "cannot create directory", e))?;
     let store = LocalFileSystem::new_with_prefix(dir)
-        .map_err(|e| Error::io(&url, e))?
+        .map_err(|e| super::object_store::map_store_error(url.clone(), "open", e))?
         // Deleting the last file of a directory removes the directory, as on object stores.
         .with_automatic_cleanup(true)
         .with_fsync(options.local_fsync);

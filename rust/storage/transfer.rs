@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use super::object_store::map_store_error;
 use super::{Storage, WriteMode};
 use crate::{Error, Result};
 
@@ -56,9 +57,10 @@ pub async fn copy_between(
             let linked = tokio::task::spawn_blocking(move || link_or_copy_local(&a, &b)).await;
             let linked = linked.unwrap_or_else(|e| Err(std::io::Error::other(e)));
             linked.map_err(|e| {
-                Error::io(
+                Error::from_io(
                     format!("{}/{from}", src.url()),
-                    format!("cannot copy to {}/{to}: {e}", dst.url()),
+                    format!("cannot copy to {}/{to}", dst.url()),
+                    e,
                 )
             })?;
             Ok(Transfer::InStorage)
@@ -68,9 +70,10 @@ pub async fn copy_between(
             Some(Location::Object { store_id: b, path: to_path, .. }),
         ) if a == b => {
             store.copy(&from_path, &to_path).await.map_err(|e| {
-                Error::io(
+                map_store_error(
                     format!("{}/{from}", src.url()),
-                    format!("server-side copy to {}/{to} failed: {e}", dst.url()),
+                    &format!("server-side copy to {}/{to}", dst.url()),
+                    e,
                 )
             })?;
             Ok(Transfer::InStorage)

@@ -3,7 +3,6 @@
 pub mod picker;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
@@ -12,38 +11,39 @@ use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
 use crate::lsm::options::NUM_LEVELS;
+use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
 use crate::lsm::version::{TableFile, Version};
 
-const RETRY_DELAY: Duration = Duration::from_millis(200);
-
 pub(crate) fn run_compaction_worker(db: &DbInner) {
+    let mut backoff = Backoff::default();
     loop {
         {
             let mut background = db.background.lock().unwrap();
-            while !background.compaction_requested && !background.shutdown {
+            while !background.compaction_requested && !db.stopped(&background) {
                 background = db.background_changed.wait(background).unwrap();
             }
-            if background.shutdown {
+            if db.stopped(&background) {
                 return;
             }
             background.compaction_requested = false;
         }
         loop {
-            if db.background.lock().unwrap().shutdown {
+            if db.stopped(&db.background.lock().unwrap()) {
                 return;
             }
             match run_one_compaction(db) {
-                Ok(true) => continue,
+                Ok(true) => backoff.succeeded(),
                 Ok(false) => break,
-                Err(e) => {
-                    tracing::warn!("compaction failed, will retry: {e}");
-                    let mut background = db.background.lock().unwrap();
-                    background.last_compaction_error = Some(e.to_string());
-                    background.compaction_requested = true;
-                    let _ = db.background_changed.wait_timeout(background, RETRY_DELAY);
-                    break;
-                }
+                Err(e) => match backoff.after(&e, &db.options) {
+                    Some(delay) => {
+                        tracing::warn!("compaction failed, retrying in {delay:?}: {e}");
+                        if !db.pause_before_retry(delay) {
+                            return;
+                        }
+                    }
+                    None => return db.fail(e),
+                },
             }
         }
     }

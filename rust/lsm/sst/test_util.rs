@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -20,8 +20,9 @@ pub(crate) struct MemStorage {
     pub reads: AtomicU64,
     /// If non-zero, every `read_range` returns this many bytes fewer than asked.
     pub short_by: AtomicUsize,
-    /// If non-zero, every `read_range` sleeps this long, so concurrent readers overlap.
-    pub delay_ms: AtomicU64,
+    /// If set, every `read_range` yields to the executor once before answering, so readers
+    /// polled together are all in flight before the first one's read completes.
+    pub yield_once: AtomicBool,
 }
 
 impl MemStorage {
@@ -94,9 +95,8 @@ impl Storage for MemStorage {
 
     async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let delay = self.delay_ms.load(Ordering::Relaxed);
-        if delay > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        if self.yield_once.load(Ordering::Relaxed) {
+            tokio::task::yield_now().await;
         }
         let data = self.file(path)?;
         if range.end > data.len() as u64 || range.start > range.end {

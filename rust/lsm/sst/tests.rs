@@ -408,9 +408,9 @@ fn block_cache_counts_and_shares_loads() {
     let reads = storage.reads.load(Ordering::Relaxed);
 
     // Concurrent misses on one block: one storage read, the rest wait for it.
-    storage.delay_ms.store(20, Ordering::Relaxed);
+    storage.yield_once.store(true, Ordering::Relaxed);
     let results = block_on(futures::future::join_all((0..8).map(|_| table.get(&key, MAX_SEQ))));
-    storage.delay_ms.store(0, Ordering::Relaxed);
+    storage.yield_once.store(false, Ordering::Relaxed);
     for r in results {
         assert!(!r.unwrap().is_empty());
     }

@@ -4,6 +4,9 @@
 //! is out of every version and its last Arc drops.
 
 pub mod manifest;
+mod obsolete;
+
+pub use obsolete::ObsoleteFiles;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +21,7 @@ use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::{Table, TableProperties};
 use crate::lsm::version::manifest::FileRecord;
-use crate::storage::{StorageRef, block_on, io_runtime};
+use crate::storage::{StorageRef, block_on};
 
 /// One live SST file.
 pub struct TableFile {
@@ -40,6 +43,7 @@ pub struct TableFile {
     pub bounds: Option<(Bytes, Bytes)>,
     obsolete: AtomicBool,
     storage: StorageRef,
+    deleter: Arc<ObsoleteFiles>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -57,6 +61,7 @@ impl TableFile {
         tombstones_applied_through: SeqNo,
         storage: StorageRef,
         cache: Arc<BlockCache>,
+        deleter: Arc<ObsoleteFiles>,
     ) -> Self {
         TableFile {
             number,
@@ -69,11 +74,17 @@ impl TableFile {
             bounds: None,
             obsolete: AtomicBool::new(false),
             storage,
+            deleter,
         }
     }
 
     /// A file listed in a manifest, opened when first read.
-    pub fn from_record(record: &FileRecord, storage: StorageRef, cache: Arc<BlockCache>) -> Self {
+    pub fn from_record(
+        record: &FileRecord,
+        storage: StorageRef,
+        cache: Arc<BlockCache>,
+        deleter: Arc<ObsoleteFiles>,
+    ) -> Self {
         TableFile {
             number: record.number,
             path: record.path.clone(),
@@ -85,6 +96,7 @@ impl TableFile {
             bounds: record.bounds.clone(),
             obsolete: AtomicBool::new(false),
             storage,
+            deleter,
         }
     }
 
@@ -149,13 +161,7 @@ impl TableFile {
 impl Drop for TableFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
-            let (storage, path) = (self.storage.clone(), std::mem::take(&mut self.path));
-            // Deleting is I/O; never do it on the thread that happened to drop the last reference.
-            io_runtime().spawn(async move {
-                if let Err(e) = storage.delete(&path).await {
-                    tracing::warn!("cannot delete obsolete file {path}: {e}");
-                }
-            });
+            self.deleter.delete(self.storage.clone(), std::mem::take(&mut self.path));
         }
     }
 }

@@ -9,7 +9,7 @@ use once_cell::sync::OnceCell;
 
 pub(super) use crate::jni::JavaRef;
 use crate::jni::{attach_daemon, java_vm, take_pending_exception};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// Local references one call may create before its frame is popped.
 const LOCAL_FRAME_CAPACITY: i32 = 16;
@@ -42,6 +42,7 @@ pub(super) struct Classes {
     pub writer_abort: JMethodID,
     pub file_not_found: GlobalRef,
     pub throwable_to_string: JMethodID,
+    pub throwable_get_cause: JMethodID,
 }
 
 static CLASSES: OnceCell<Classes> = OnceCell::new();
@@ -118,6 +119,11 @@ fn resolve(env: &mut JNIEnv<'_>) -> ::jni::errors::Result<Classes> {
         writer_finish: env.get_method_id(&writer, "finish", "()V")?,
         writer_abort: env.get_method_id(&writer, "abort", "()V")?,
         throwable_to_string: env.get_method_id(&throwable, "toString", "()Ljava/lang/String;")?,
+        throwable_get_cause: env.get_method_id(
+            &throwable,
+            "getCause",
+            "()Ljava/lang/Throwable;",
+        )?,
         bridge: env.new_global_ref(&bridge)?,
         file_not_found: env.new_global_ref(&file_not_found)?,
     })
@@ -135,8 +141,8 @@ impl From<::jni::errors::Error> for CallError {
 /// Runs `body` (JNI calls for `what` on `path`) on the calling thread, attached to the JVM as a
 /// daemon, inside a local reference frame (threads of native pools stay attached for their whole
 /// life, so local references must not pile up). A Java exception left by `body` is cleared and
-/// returned as an error naming `path`: `FileNotFoundException` as [`Error::NotFound`], any other
-/// as [`Error::Io`] with the exception's class and message.
+/// returned as an error naming `path`, with the text of the exception and its causes and a kind
+/// from their classes (see [`kind_of_class`]).
 ///
 /// Blocks while Java runs: call it from a blocking-pool thread, never from an async worker.
 pub(super) fn call<T>(
@@ -169,12 +175,79 @@ fn java_error(
         return Error::io(path, format!("{what}: Java exception (cannot be read)"));
     };
     let _ = env.exception_clear();
-    let text = throwable_text(env, classes, &exception);
     let not_found = <&JClass>::from(classes.file_not_found.as_obj());
-    if env.is_instance_of(&exception, not_found).unwrap_or(false) {
-        return Error::NotFound(format!("{path} ({what}: {text})"));
+    let not_found = env.is_instance_of(&exception, not_found).unwrap_or(false);
+    let chain = throwable_chain(env, classes, exception);
+    let text = chain.join("; caused by: ");
+    // Else the first exception of the chain whose class says what happened decides.
+    let kind = match not_found {
+        true => Some(ErrorKind::NotFound),
+        false => chain.iter().find_map(|t| kind_of_class(t.split(':').next().unwrap_or(t))),
+    };
+    Error::storage(kind.unwrap_or(ErrorKind::Other), path, format!("{what}: {text}"), None)
+}
+
+/// Causes followed at most: enough for Flink's and Hadoop's wrapping, bounded against cycles.
+const MAX_CAUSES: usize = 8;
+
+/// `toString()` of the exception and of each of its causes, outermost first. Each level's
+/// references are deleted before the next, so the chain fits any local frame.
+fn throwable_chain(
+    env: &mut JNIEnv<'_>,
+    classes: &Classes,
+    exception: JThrowable<'_>,
+) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut current = exception;
+    for _ in 0..MAX_CAUSES {
+        texts.push(throwable_text(env, classes, &current));
+        // SAFETY: the method ID is Throwable.getCause()Ljava/lang/Throwable; and `current` is a
+        // Throwable; no arguments.
+        let cause = unsafe {
+            env.call_method_unchecked(
+                &current,
+                classes.throwable_get_cause,
+                ReturnType::Object,
+                &[],
+            )
+        };
+        let cause = match cause.and_then(|v| v.l()) {
+            Ok(cause) if !cause.is_null() => JThrowable::from(cause),
+            _ => {
+                let _ = env.exception_clear();
+                break;
+            }
+        };
+        let same = env.is_same_object(&cause, &current).unwrap_or(true);
+        let _ = env.delete_local_ref(std::mem::replace(&mut current, cause));
+        if same {
+            break;
+        }
     }
-    Error::io(path, format!("{what}: {text}"))
+    let _ = env.delete_local_ref(current);
+    texts
+}
+
+/// The kind of a Java exception class, if its name tells.
+fn kind_of_class(class: &str) -> Option<ErrorKind> {
+    Some(match class {
+        "java.io.FileNotFoundException" | "java.nio.file.NoSuchFileException" => {
+            ErrorKind::NotFound
+        }
+        "java.nio.file.AccessDeniedException"
+        | "org.apache.hadoop.security.AccessControlException"
+        | "org.apache.hadoop.fs.permission.AccessControlException" => ErrorKind::PermissionDenied,
+        "java.nio.file.FileAlreadyExistsException"
+        | "org.apache.hadoop.fs.FileAlreadyExistsException" => ErrorKind::AlreadyExists,
+        "java.net.SocketTimeoutException"
+        | "java.net.ConnectException"
+        | "java.net.SocketException"
+        | "java.net.NoRouteToHostException"
+        | "java.io.InterruptedIOException"
+        | "java.util.concurrent.TimeoutException"
+        | "org.apache.hadoop.ipc.RetriableException" => ErrorKind::Transient,
+        _ => return None,
+    })
 }
 
 /// `Throwable.toString()`: the exception's class name and message.
@@ -187,7 +260,10 @@ fn throwable_text(env: &mut JNIEnv<'_>, classes: &Classes, exception: &JThrowabl
     match text.and_then(|v| v.l()) {
         Ok(s) if !s.is_null() => {
             let s = ::jni::objects::JString::from(s);
-            env.get_string(&s).map(String::from).unwrap_or_else(|_| "(unreadable)".into())
+            let text =
+                env.get_string(&s).map(String::from).unwrap_or_else(|_| "(unreadable)".into());
+            let _ = env.delete_local_ref(s);
+            text
         }
         _ => {
             // toString itself threw: report what we can, never leave an exception pending.

@@ -17,11 +17,17 @@ import java.nio.ByteBuffer;
  * IllegalArgumentException}. While a call runs, the caller must not touch its buffers from another
  * thread.
  *
- * <p>Errors: storage failures and corruption throw {@link java.io.IOException} (declared by no
- * method: it is thrown from native code, callers catch {@link Exception} where they must tell it
- * apart), bad input {@link IllegalArgumentException}, closed handles {@link
- * IllegalStateException}, and a bug in native code (a Rust panic) {@link RuntimeException}. Each
- * carries the native error text. None of them takes the JVM down.
+ * <p>Errors: storage failures throw {@link java.io.IOException} (declared by no method: it is
+ * thrown from native code, callers catch {@link Exception} where they must tell it apart), of a
+ * subtype where the kind is known: {@link java.io.FileNotFoundException} (missing file), {@link
+ * java.nio.file.FileAlreadyExistsException} (e.g. another writer of the same directory), {@link
+ * java.nio.file.AccessDeniedException}, {@link ForStCorruptionException} (damaged file). Bad input
+ * throws {@link IllegalArgumentException}, closed handles {@link IllegalStateException}, and a
+ * bug in native code (a Rust panic) {@link RuntimeException}. A database whose background flush or
+ * compaction failed for good (a permanent error, or a transient one that outlasted its retries)
+ * refuses every later call with an {@link IllegalStateException} whose cause is the exception of
+ * that error. Each message carries the native error text with its causes. None of them takes the
+ * JVM down.
  */
 public final class ForStNative {
 

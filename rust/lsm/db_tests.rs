@@ -1,0 +1,73 @@
+//! Tests of the database's internal coordination (locks and background waits), which need to see
+//! inside `DbInner`.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use crate::lsm::{Db, DbOptions};
+use crate::storage::{FaultStorage, OpKind, StorageOptions, open_storage};
+
+/// Releases the storage's gate however the test ends, so closing the database never waits for a
+/// flush that a failed assertion left held.
+struct ReleaseOnDrop(Arc<FaultStorage>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A writer stalled behind a flush that cannot finish holds no lock: a checkpoint's synchronous
+/// phase completes while the writer is still waiting, and the writer goes on once the flush does.
+#[test]
+fn sync_phase_completes_while_a_writer_is_stalled() {
+    let memory = open_storage("memory://db-tests-stall", &StorageOptions::default()).unwrap();
+    let storage = Arc::new(FaultStorage::new(memory));
+    let options = DbOptions {
+        memtable_bytes: 4096,
+        max_frozen_memtables: 1,
+        auto_compaction: false,
+        ..DbOptions::default()
+    };
+    let db = Arc::new(Db::open_with_storage(storage.clone(), options).unwrap());
+    let cf = db.create_cf("s").unwrap();
+    // Flushes write their SST with a put: hold it, so the first frozen memtable stays frozen.
+    storage.hold(OpKind::Put);
+    let release = ReleaseOnDrop(storage.clone());
+    for i in 0..1000u32 {
+        if db.stats().frozen_memtables == 1 {
+            break;
+        }
+        db.put(&cf, format!("key{i:04}").as_bytes(), &[7; 100]).unwrap();
+    }
+    assert_eq!(db.stats().frozen_memtables, 1, "the memtable froze");
+    storage.wait_held(OpKind::Put, 1);
+
+    let (done_tx, done_rx) = mpsc::channel();
+    let writer = {
+        let (db, cf) = (db.clone(), cf.clone());
+        std::thread::spawn(move || {
+            let result = db.put(&cf, b"late", b"v");
+            done_tx.send(()).unwrap();
+            result
+        })
+    };
+    let inner = &db.inner;
+    let mut background = inner.background.lock().unwrap();
+    while background.stalled_writers == 0 {
+        background = inner.background_changed.wait(background).unwrap();
+    }
+    drop(background);
+
+    assert!(inner.write_lock.try_lock().is_ok(), "a stalled writer holds the write lock");
+    let mut checkpoint = db.checkpoint().unwrap();
+    assert!(done_rx.try_recv().is_err(), "the writer cannot have finished: the flush is held");
+    assert_eq!(db.stats().stalled_writers, 1);
+
+    drop(release);
+    writer.join().unwrap().unwrap();
+    checkpoint.wait_durable().unwrap();
+    assert!(checkpoint.last_seq() < inner.visible_seq(), "the late write is not in the checkpoint");
+    assert_eq!(db.get(&cf, b"late").unwrap().unwrap(), "v");
+    assert_eq!(db.stats().stalled_writers, 0);
+}

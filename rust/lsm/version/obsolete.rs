@@ -1,0 +1,35 @@
+//! Deletes files that no version lists any more, once their last user lets go: off the thread
+//! that dropped the last reference (deleting is I/O), counted so that the database can wait until
+//! every deletion issued so far has finished.
+
+use std::sync::{Condvar, Mutex};
+
+use crate::storage::{StorageRef, io_runtime};
+
+#[derive(Debug, Default)]
+pub struct ObsoleteFiles {
+    in_flight: Mutex<u64>,
+    finished: Condvar,
+}
+
+impl ObsoleteFiles {
+    pub fn delete(self: &std::sync::Arc<Self>, storage: StorageRef, path: String) {
+        *self.in_flight.lock().unwrap() += 1;
+        let this = self.clone();
+        io_runtime().spawn(async move {
+            if let Err(e) = storage.delete(&path).await {
+                tracing::warn!("cannot delete obsolete file {path}: {e}");
+            }
+            *this.in_flight.lock().unwrap() -= 1;
+            this.finished.notify_all();
+        });
+    }
+
+    /// Blocks until every deletion issued before the call has finished (deleted or failed).
+    pub fn wait_idle(&self) {
+        let mut in_flight = self.in_flight.lock().unwrap();
+        while *in_flight > 0 {
+            in_flight = self.finished.wait(in_flight).unwrap();
+        }
+    }
+}
