@@ -39,16 +39,6 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
-impl SuperVersion {
-    /// Every range tombstone a read must honour.
-    pub fn tombstones(&self) -> Vec<RangeTombstone> {
-        let mut all = self.mem.tombstones();
-        self.frozen.iter().for_each(|m| all.extend(m.tombstones()));
-        all.extend(self.version.tombstones.iter().cloned());
-        all
-    }
-}
-
 /// Guarded by one mutex that serializes manifest writes.
 pub(crate) struct MetaState {
     manifest_number: u64,
@@ -102,6 +92,8 @@ pub struct DbStats {
     pub frozen_memtables: usize,
     pub files_per_level: Vec<usize>,
     pub bytes_per_level: Vec<u64>,
+    /// Fragments of live range deletes in the version (flushed and not yet spent).
+    pub range_tombstones: usize,
 }
 
 impl Db {
@@ -365,6 +357,7 @@ impl Db {
             frozen_memtables: sv.frozen.len(),
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
+            range_tombstones: sv.version.tombstones.len(),
         }
     }
 
