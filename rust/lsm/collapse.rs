@@ -1,12 +1,13 @@
 //! Flush and compaction both rewrite a sorted stream keeping one entry per key: the newest value
 //! with merge operands folded in, deletes settled where nothing older can exist.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
-use crate::lsm::key::MAX_SEQ;
-use crate::lsm::range_tombstone::{RangeTombstone, covering_seq};
+use crate::lsm::range_tombstone::{FragmentedTombstones, TombstoneCursor};
 use crate::lsm::resolve::VersionResolver;
 use crate::lsm::table_sink::TableSink;
 use crate::lsm::ttl::TtlPass;
@@ -16,16 +17,17 @@ use crate::lsm::ttl::TtlPass;
 /// TTL filters to apply to each key's entry (compaction only).
 pub fn collapse_into(
     input: &mut dyn InternalIterator,
-    tombstones: &[RangeTombstone],
+    tombstones: &Arc<FragmentedTombstones>,
     bottommost: bool,
     mut ttl: Option<&mut TtlPass<'_>>,
     sink: &mut TableSink<'_>,
 ) -> Result<()> {
     input.seek(&[])?;
+    let mut tombstones = TombstoneCursor::new(tombstones.clone());
     while input.valid() {
         let key = Bytes::copy_from_slice(input.key());
         let newest_seq = input.seq();
-        let mut resolver = VersionResolver::new(covering_seq(tombstones, &key, MAX_SEQ));
+        let mut resolver = VersionResolver::new(tombstones.covering_seq(&key));
         while input.valid() && input.key() == key.as_ref() {
             if !resolver.is_done() {
                 resolver.push(input.seq(), input.kind(), Bytes::copy_from_slice(input.value()));

@@ -43,16 +43,6 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
-impl SuperVersion {
-    /// Every range tombstone a read must honour.
-    pub fn tombstones(&self) -> Vec<RangeTombstone> {
-        let mut all = self.mem.tombstones();
-        self.frozen.iter().for_each(|m| all.extend(m.tombstones()));
-        all.extend(self.version.tombstones.iter().cloned());
-        all
-    }
-}
-
 /// Guarded by one mutex that serializes manifest writes.
 pub(crate) struct MetaState {
     manifest_number: u64,
@@ -122,6 +112,8 @@ pub struct DbStats {
     pub ttl_removed_entries: u64,
     /// Lists compaction cut the expired head off.
     pub ttl_trimmed_lists: u64,
+    /// Fragments of live range deletes in the version (flushed and not yet spent).
+    pub range_tombstones: usize,
 }
 
 impl Db {
@@ -430,6 +422,7 @@ impl Db {
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
             ttl_removed_entries: self.inner.ttl.removed(),
             ttl_trimmed_lists: self.inner.ttl.trimmed(),
+            range_tombstones: sv.version.tombstones.len(),
         }
     }
 

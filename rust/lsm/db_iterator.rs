@@ -15,13 +15,14 @@ use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
 use crate::lsm::key::SeqNo;
-use crate::lsm::range_tombstone::{RangeTombstone, covering_seq};
+use crate::lsm::range_tombstone::TombstoneCursor;
 use crate::lsm::resolve::VersionResolver;
 
 pub struct DbIterator {
     merged: MergingIterator,
     snapshot: SeqNo,
-    tombstones: Vec<RangeTombstone>,
+    /// One per memtable and the version, for those with range deletes over [lower, upper).
+    tombstones: Vec<TombstoneCursor>,
     /// Prefixed bounds: inclusive lower, exclusive upper.
     lower: Bytes,
     upper: Bytes,
@@ -58,10 +59,18 @@ impl DbIterator {
                 children.push(Box::new(LevelIterator::new(files, 0)));
             }
         }
+        let active = Arc::new(sv.mem.tombstones_in(&lower, &upper, snapshot));
+        let frozen = sv.frozen.iter().map(|m| m.frozen_tombstones().clone());
+        let tombstones = std::iter::once(active)
+            .chain(frozen)
+            .chain(std::iter::once(version.tombstones.clone()))
+            .filter(|t| !t.overlapping_range(&lower, &upper).is_empty())
+            .map(TombstoneCursor::new)
+            .collect();
         let mut it = DbIterator {
             merged: MergingIterator::new(children),
             snapshot,
-            tombstones: sv.tombstones(),
+            tombstones,
             lower,
             upper,
             current: None,
@@ -93,6 +102,7 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) -> Result<()> {
         let lower = self.lower.clone();
         self.merged.seek(&lower)?;
+        self.tombstones.iter_mut().for_each(|t| t.seek(&lower));
         self.settle()
     }
 
@@ -103,6 +113,7 @@ impl DbIterator {
         let target =
             if target.as_slice() < self.lower.as_ref() { self.lower.to_vec() } else { target };
         self.merged.seek(&target)?;
+        self.tombstones.iter_mut().for_each(|t| t.seek(&target));
         self.settle()
     }
 
@@ -120,8 +131,8 @@ impl DbIterator {
         self.current = None;
         while self.merged.valid() && self.merged.key() < self.upper.as_ref() {
             let key = Bytes::copy_from_slice(self.merged.key());
-            let mut resolver =
-                VersionResolver::new(covering_seq(&self.tombstones, &key, self.snapshot));
+            let covering = self.tombstones.iter_mut().map(|t| t.covering_seq(&key)).max();
+            let mut resolver = VersionResolver::new(covering.unwrap_or(0));
             while self.merged.valid() && self.merged.key() == key.as_ref() {
                 if self.merged.seq() <= self.snapshot && !resolver.is_done() {
                     let value = Bytes::copy_from_slice(self.merged.value());

@@ -60,20 +60,24 @@ fn next_to_flush(db: &DbInner) -> Option<Arc<MemTable>> {
 }
 
 fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
-    let tombstones = memtable.tombstones();
-    let applied_through = tombstones.iter().map(|t| t.seq).max().unwrap_or(0);
-    let mut sink = TableSink::new(db, applied_through);
+    let tombstones = memtable.frozen_tombstones();
+    let mut sink = TableSink::new(db, tombstones.max_seq());
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
-    collapse_into(&mut memtable.iter(), &tombstones, false, None, &mut sink)?;
+    collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.
         let older = std::mem::replace(&mut version.levels[0], files);
         version.levels[0].extend(older);
-        version.tombstones.extend(tombstones);
+        if !tombstones.is_empty() {
+            version.tombstones = Arc::new(version.tombstones.merged_with(tombstones));
+        }
     };
     db.install_version(edit, Some(memtable))?;
-    if db.current().version.levels[0].len() >= db.options.l0_compaction_trigger {
+    // New range deletes may make files worth rewriting (see `compaction::picker`).
+    if db.current().version.levels[0].len() >= db.options.l0_compaction_trigger
+        || !tombstones.is_empty()
+    {
         db.request_compaction();
     }
     Ok(())

@@ -1,17 +1,19 @@
 //! The memtable: a lock-free skiplist of internal keys (crossbeam-skiplist), plus the range
-//! tombstones written since the last freeze. A frozen memtable is never written again.
+//! tombstones written since the last freeze (fragmented, see `memtable_tombstones`). A frozen
+//! memtable is never written again.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
-use crate::lsm::key::{InternalKey, SeqNo, ValueKind};
-use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::key::{InternalKey, MAX_SEQ, SeqNo, ValueKind};
+use crate::lsm::memtable_tombstones::MemTombstones;
+use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::version::Version;
 
 /// Per-entry bookkeeping of the skiplist (node, tower, Bytes headers), so that the memtable budget
@@ -22,7 +24,11 @@ const ENTRY_OVERHEAD: u64 = 96;
 pub struct MemTable {
     map: SkipMap<InternalKey, Bytes>,
     approximate_bytes: AtomicU64,
-    tombstones: Mutex<Vec<RangeTombstone>>,
+    tombstones: RwLock<MemTombstones>,
+    /// Lets reads of a memtable without range deletes (the common case) skip the lock.
+    has_tombstones: AtomicBool,
+    /// The tombstones as one immutable list, built on first use once frozen.
+    frozen_tombstones: OnceLock<Arc<FragmentedTombstones>>,
     /// The version its flush installed: everything written up to this memtable's last entry and
     /// nothing after (memtables flush in order). A checkpoint waits for it.
     flushed_into: OnceLock<Arc<Version>>,
@@ -48,14 +54,46 @@ impl MemTable {
         self.flushed_into.get()
     }
 
+    /// Adds a range delete; its sequence number must be the highest in this memtable so far.
     pub fn add_tombstone(&self, tombstone: RangeTombstone) {
-        let bytes = (tombstone.start.len() + tombstone.end.len()) as u64 + ENTRY_OVERHEAD;
-        self.tombstones.lock().unwrap().push(tombstone);
+        let bounds = (tombstone.start.len() + tombstone.end.len()) as u64;
+        let fragments = self.tombstones.write().unwrap().add(tombstone) as u64;
+        // Each touched fragment may have gained a copy of a bound and a sequence number.
+        let bytes = bounds + ENTRY_OVERHEAD + fragments * 16;
         self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if fragments > 0 {
+            self.has_tombstones.store(true, Ordering::Release);
+        }
     }
 
-    pub fn tombstones(&self) -> Vec<RangeTombstone> {
-        self.tombstones.lock().unwrap().clone()
+    /// Highest sequence number at or below `snapshot` of a range delete covering `key`.
+    pub fn covering_seq(&self, key: &[u8], snapshot: SeqNo) -> SeqNo {
+        if !self.has_tombstones.load(Ordering::Acquire) {
+            return 0;
+        }
+        self.tombstones.read().unwrap().covering_seq(key, snapshot)
+    }
+
+    /// The range deletes over [lower, upper) visible at `snapshot`: what an iterator of the
+    /// active memtable needs, copied once (writers keep adding to the memtable).
+    pub fn tombstones_in(
+        &self,
+        lower: &[u8],
+        upper: &[u8],
+        snapshot: SeqNo,
+    ) -> FragmentedTombstones {
+        if !self.has_tombstones.load(Ordering::Acquire) {
+            return FragmentedTombstones::default();
+        }
+        self.tombstones.read().unwrap().view(lower, Some(upper), snapshot)
+    }
+
+    /// Every range delete of a frozen memtable (only frozen: the list is built once and kept).
+    pub fn frozen_tombstones(&self) -> &Arc<FragmentedTombstones> {
+        self.frozen_tombstones.get_or_init(|| {
+            let all = self.tombstones.read().unwrap().view(&[], None, MAX_SEQ);
+            Arc::new(all)
+        })
     }
 
     pub fn approximate_bytes(&self) -> u64 {
@@ -63,7 +101,7 @@ impl MemTable {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty() && self.tombstones.lock().unwrap().is_empty()
+        self.map.is_empty() && !self.has_tombstones.load(Ordering::Acquire)
     }
 
     /// Versions of `key` visible at `snapshot`, newest first, up to and including the first Put or

@@ -21,6 +21,7 @@ pub mod iterator;
 pub mod iterators;
 pub mod key;
 pub mod memtable;
+mod memtable_tombstones;
 pub mod merge;
 pub mod options;
 pub mod range_tombstone;

@@ -8,7 +8,6 @@ use futures::future::try_join_all;
 use crate::Result;
 use crate::lsm::db::{DbInner, SuperVersion, read_view};
 use crate::lsm::key::SeqNo;
-use crate::lsm::range_tombstone::covering_seq;
 use crate::lsm::resolve::VersionResolver;
 use crate::lsm::version::Version;
 use crate::storage::block_on;
@@ -17,11 +16,10 @@ use crate::storage::block_on;
 pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>> {
     db.check_open()?;
     let (snapshot, sv) = read_view(db);
-    let tombstones = sv.tombstones();
     let mut results = vec![None; keys.len()];
     let mut pending = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        let mut resolver = VersionResolver::new(covering_seq(&tombstones, key, snapshot));
+        let mut resolver = VersionResolver::new(covering_seq(&sv, key, snapshot));
         if resolve_in_memtables(&sv, key, snapshot, &mut resolver) {
             results[i] = resolver.into_value();
         } else {
@@ -39,6 +37,17 @@ pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes]) -> Result<Vec<Option<Bytes
         }
     }
     Ok(results)
+}
+
+/// Highest sequence number of a range delete covering `key` at `snapshot`: a binary search in the
+/// active memtable, in each frozen one and in the version.
+fn covering_seq(sv: &SuperVersion, key: &[u8], snapshot: SeqNo) -> SeqNo {
+    let frozen = sv.frozen.iter().map(|m| m.frozen_tombstones().covering_seq(key));
+    let flushed = sv.version.tombstones.covering_seq(key);
+    let older = frozen.fold(flushed, SeqNo::max);
+    // `read_view`: the snapshot includes every write of the frozen memtables and the version.
+    debug_assert!(older <= snapshot, "tombstone {older} newer than snapshot {snapshot}");
+    sv.mem.covering_seq(key, snapshot).max(older)
 }
 
 /// True once no older version can matter.

@@ -23,7 +23,7 @@ use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db::Db;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
-use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData, read_latest_manifest};
 use crate::storage::{StorageRef, block_on};
@@ -124,7 +124,12 @@ pub fn restore(
         };
         last_seq = last_seq.max(data.last_seq);
         let ids: Vec<ColumnFamilyId> = data.column_families.iter().map(|(_, id)| *id).collect();
-        tombstones.extend(clip_tombstones(&data.tombstones, &ids, visible, layout.prefix_bytes));
+        tombstones.extend(clip_tombstones(
+            &data.tombstones.to_tombstones(),
+            &ids,
+            visible,
+            layout.prefix_bytes,
+        ));
         for record in data.files {
             let source_file = source.files.get(&record.path).cloned().ok_or_else(|| {
                 Error::invalid(format!(
@@ -143,7 +148,7 @@ pub fn restore(
         last_seq,
         next_file_number: files.len() as u64 + 1,
         column_families: families.into_iter().collect(),
-        tombstones,
+        tombstones: Arc::new(FragmentedTombstones::new(tombstones)),
         files: order_levels(files)?,
     };
     block_on(manifest::write_manifest(storage.as_ref(), 1, &data))?;

@@ -53,6 +53,9 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let _one_at_a_time = db.compaction_lock.lock().unwrap();
     let version = db.current().version.clone();
+    if drop_deleted_files(db, &version)? {
+        return Ok(true);
+    }
     let Some(job) = picker::pick(&version, &db.options) else {
         return Ok(false);
     };
@@ -76,6 +79,17 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     }
     let inputs: Vec<_> = job.input_files().cloned().collect();
     merge_and_install(db, children, &version, bottommost, &inputs, job.output_level)?;
+    Ok(true)
+}
+
+/// Drops the files that range deletes wholly cover, without reading them. Only compaction
+/// removes files (one job at a time), so no running job is still merging them into its outputs.
+fn drop_deleted_files(db: &DbInner, version: &Version) -> Result<bool> {
+    let deleted = version.files_deleted_by_tombstones();
+    if deleted.is_empty() {
+        return Ok(false);
+    }
+    db.install_version(|v| remove_files(v, &deleted), None)?;
     Ok(true)
 }
 

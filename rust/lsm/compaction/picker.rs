@@ -12,6 +12,13 @@ use std::sync::Arc;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::version::{TableFile, Version};
 
+/// Range-delete fragments in a version from which every file they still apply to gets rewritten.
+const TOMBSTONE_COMPACTION_FRAGMENTS: usize = 1024;
+/// A file gets rewritten once the unapplied fragments over it number 1/TOMBSTONE_DENSITY of its
+/// entries: a `MapState.clear()` deletes a map's entries, so with maps of 16 entries a quarter of
+/// the file would be dead. A delete or two over a big file waits for size-driven compactions.
+const TOMBSTONE_DENSITY: u64 = 64;
+
 #[derive(Debug)]
 pub struct CompactionJob {
     /// Input files per level; level 0 inputs newest first.
@@ -54,6 +61,36 @@ pub fn key_range<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> (Vec<u8
     range.unwrap_or_default()
 }
 
+/// Every L0 file and what it overlaps in L1.
+fn level0_job(version: &Version) -> CompactionJob {
+    let l0 = version.levels[0].clone();
+    let (lo, hi) = key_range(l0.iter());
+    let l1 = version.overlapping(1, &lo, &hi);
+    CompactionJob::new(vec![(0, l0), (1, l1)], 1)
+}
+
+/// Range deletes stay in the version until every file that may hold entries they delete has been
+/// rewritten; size-driven compactions get there in time. Many of them (each costs memory and
+/// manifest bytes), or many over one file (which then holds much dead data), make the file that
+/// the most of them still apply to worth rewriting now. A sorted level's file is rewritten in
+/// place: its outputs stay in its key range, and it needs no merge with the level below.
+fn pick_for_tombstones(version: &Version) -> Option<CompactionJob> {
+    let tombstones = &version.tombstones;
+    if tombstones.is_empty() {
+        return None;
+    }
+    let many = tombstones.len() >= TOMBSTONE_COMPACTION_FRAGMENTS;
+    let (level, file, _) = (0..NUM_LEVELS)
+        .flat_map(|l| version.levels[l].iter().map(move |f| (l, f)))
+        .map(|(l, f)| (l, f, f.unapplied_tombstones(tombstones)))
+        .filter(|&(_, f, n)| n > 0 && (many || n as u64 * TOMBSTONE_DENSITY >= f.props().entries))
+        .max_by_key(|&(_, _, n)| n)?;
+    Some(match level {
+        0 => level0_job(version),
+        _ => CompactionJob::new(vec![(level, vec![file.clone()])], level),
+    })
+}
+
 fn level_target(options: &DbOptions, level: usize) -> u64 {
     let mut target = options.l1_target_bytes;
     for _ in 1..level {
@@ -64,16 +101,13 @@ fn level_target(options: &DbOptions, level: usize) -> u64 {
 
 pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
     if version.levels[0].len() >= options.l0_compaction_trigger {
-        let l0 = version.levels[0].clone();
-        let (lo, hi) = key_range(l0.iter());
-        let l1 = version.overlapping(1, &lo, &hi);
-        return Some(CompactionJob::new(vec![(0, l0), (1, l1)], 1));
+        return Some(level0_job(version));
     }
     let (level, score) = (1..NUM_LEVELS - 1)
         .map(|l| (l, version.level_bytes(l) as f64 / level_target(options, l) as f64))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     if score < 1.0 {
-        return None;
+        return pick_for_tombstones(version);
     }
     // Oldest data first: it has waited longest to be merged down.
     let file = version.levels[level].iter().min_by_key(|f| f.props().max_seq)?.clone();

@@ -4,10 +4,12 @@
 //! and no rename, which object stores do not have atomically. Layout:
 //! `magic u64 | format u32 | body | crc32c(body) u32`, integers little-endian.
 
+use std::sync::Arc;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::lsm::key::SeqNo;
-use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::TableProperties;
 use crate::lsm::version::TableFile;
 use crate::storage::{Storage, WriteMode};
@@ -58,7 +60,9 @@ pub struct ManifestData {
     pub last_seq: SeqNo,
     pub next_file_number: u64,
     pub column_families: Vec<(String, u32)>,
-    pub tombstones: Vec<RangeTombstone>,
+    /// Written as fragments; a manifest of an older release may list overlapping tombstones,
+    /// which are fragmented when read.
+    pub tombstones: Arc<FragmentedTombstones>,
     pub files: Vec<FileRecord>,
 }
 
@@ -112,9 +116,9 @@ pub fn encode(data: &ManifestData) -> Bytes {
         body.put_u32_le(*id);
     }
     body.put_u32_le(data.tombstones.len() as u32);
-    for t in &data.tombstones {
-        put_bytes(&mut body, &t.start);
-        put_bytes(&mut body, &t.end);
+    for t in data.tombstones.iter() {
+        put_bytes(&mut body, t.start);
+        put_bytes(&mut body, t.end);
         body.put_u64_le(t.seq);
     }
     body.put_u32_le(data.files.len() as u32);
@@ -172,10 +176,12 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
         let name = r.string()?;
         data.column_families.push((name, r.u32()?));
     }
+    let mut tombstones = Vec::new();
     for _ in 0..r.u32()? {
         let (start, end) = (r.bytes()?, r.bytes()?);
-        data.tombstones.push(RangeTombstone { start, end, seq: r.u64()? });
+        tombstones.push(RangeTombstone { start, end, seq: r.u64()? });
     }
+    data.tombstones = Arc::new(FragmentedTombstones::new(tombstones));
     for _ in 0..r.u32()? {
         let level = r.u8()?;
         let number = r.u64()?;
@@ -269,7 +275,11 @@ mod tests {
             last_seq: 42,
             next_file_number: 7,
             column_families: vec![("default".into(), 0), ("counts".into(), 2)],
-            tombstones: vec![RangeTombstone { start: "a".into(), end: "b".into(), seq: 9 }],
+            tombstones: Arc::new(FragmentedTombstones::new([RangeTombstone {
+                start: "a".into(),
+                end: "b".into(),
+                seq: 9,
+            }])),
             files: vec![FileRecord {
                 level: 1,
                 number: 5,
@@ -293,6 +303,35 @@ mod tests {
     fn roundtrip() {
         let data = sample();
         assert_eq!(decode("m", encode(&data)).unwrap(), data);
+    }
+
+    /// Manifests (and checkpoints) written before tombstones were fragmented list them as
+    /// written, overlapping; they read as fragments.
+    #[test]
+    fn overlapping_tombstones_of_older_manifests_read_as_fragments() {
+        let mut body = BytesMut::new();
+        body.put_u64_le(42); // last sequence number
+        body.put_u64_le(7); // next file number
+        body.put_u32_le(0); // column families
+        body.put_u32_le(2);
+        for (start, end, seq) in [("a", "m", 5u64), ("f", "z", 3)] {
+            put_bytes(&mut body, start.as_bytes());
+            put_bytes(&mut body, end.as_bytes());
+            body.put_u64_le(seq);
+        }
+        body.put_u32_le(0); // files
+        let mut bytes = BytesMut::new();
+        bytes.put_u64_le(MAGIC);
+        bytes.put_u32_le(2);
+        bytes.put_slice(&body);
+        bytes.put_u32_le(crc32c::crc32c(&body));
+        let data = decode("m", bytes.freeze()).unwrap();
+        let fragment = |start: &'static str, end: &'static str, seq| RangeTombstone {
+            start: start.into(),
+            end: end.into(),
+            seq,
+        };
+        assert_eq!(data.tombstones.to_tombstones(), [fragment("a", "m", 5), fragment("m", "z", 3)]);
     }
 
     #[test]

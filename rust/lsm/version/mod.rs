@@ -18,7 +18,7 @@ use crate::lsm::cache::BlockCache;
 use crate::lsm::iterators::file::FileIterator;
 use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
-use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::sst::{Table, TableProperties};
 use crate::lsm::version::manifest::FileRecord;
 use crate::storage::{StorageRef, block_on};
@@ -128,11 +128,19 @@ impl TableFile {
         Ok(FileIterator::new(table.iter(readahead), self.bounds.clone()))
     }
 
-    /// True if the file can hold an entry that `tombstone` deletes.
-    pub fn may_hold_entries_deleted_by(&self, tombstone: &RangeTombstone) -> bool {
-        self.tombstones_applied_through < tombstone.seq
-            && self.props().min_seq < tombstone.seq
-            && tombstone.overlaps(self.smallest(), self.largest())
+    /// How many fragments of `tombstones` may still delete entries of this file: those over its
+    /// range, newer than some of its entries and not applied when it was written.
+    pub fn unapplied_tombstones(&self, tombstones: &FragmentedTombstones) -> usize {
+        self.unapplied_tombstone_indices(tombstones).count()
+    }
+
+    fn unapplied_tombstone_indices<'a>(
+        &self,
+        tombstones: &'a FragmentedTombstones,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let newer_than = self.tombstones_applied_through.max(self.props().min_seq);
+        let over = tombstones.overlapping_range(self.smallest(), self.largest());
+        over.filter(move |&i| tombstones.get(i).seq > newer_than)
     }
 
     pub fn props(&self) -> &TableProperties {
@@ -171,7 +179,8 @@ pub struct Version {
     /// Level 0 holds flushed files, newest first, possibly overlapping. Deeper levels each hold
     /// non-overlapping files sorted by smallest key.
     pub levels: [Vec<Arc<TableFile>>; NUM_LEVELS],
-    pub tombstones: Vec<RangeTombstone>,
+    /// Range deletes flushed from memtables and not yet spent.
+    pub tombstones: Arc<FragmentedTombstones>,
 }
 
 impl Version {
@@ -200,17 +209,37 @@ impl Version {
         files.get(i).filter(|f| f.smallest() <= key)
     }
 
-    /// Drops tombstones that can no longer delete anything: no file may hold an entry they cover.
-    /// (Memtables only hold entries newer than any flushed tombstone: memtables flush in order.)
+    /// Drops the fragments of range deletes that can no longer delete anything: no file may hold
+    /// an entry they cover. (Memtables only hold entries newer than any flushed tombstone:
+    /// memtables flush in order.)
     pub fn forget_spent_tombstones(&mut self) {
-        let levels = &self.levels;
-        self.tombstones
-            .retain(|t| levels.iter().flatten().any(|f| f.may_hold_entries_deleted_by(t)));
+        if self.tombstones.is_empty() {
+            return;
+        }
+        let mut needed = vec![false; self.tombstones.len()];
+        for file in self.files() {
+            file.unapplied_tombstone_indices(&self.tombstones).for_each(|i| needed[i] = true);
+        }
+        if needed.iter().any(|n| !n) {
+            self.tombstones = Arc::new(self.tombstones.retained(|i| needed[i]));
+        }
+    }
+
+    /// Files every entry of which a range delete covers: older than a tombstone over the
+    /// file's whole range.
+    pub fn files_deleted_by_tombstones(&self) -> Vec<Arc<TableFile>> {
+        let deleted = |f: &&Arc<TableFile>| {
+            self.tombstones.covers_all_newer_than(f.smallest(), f.largest(), f.props().max_seq)
+        };
+        match self.tombstones.is_empty() {
+            true => Vec::new(),
+            false => self.files().filter(deleted).cloned().collect(),
+        }
     }
 
     /// Highest sequence number among the range tombstones. Compaction applies all of them, and
     /// every unspent tombstone up to this one is among them (they arrive in order by flush).
     pub fn max_tombstone_seq(&self) -> SeqNo {
-        self.tombstones.iter().map(|t| t.seq).max().unwrap_or(0)
+        self.tombstones.max_seq()
     }
 }
