@@ -1,7 +1,6 @@
 package org.forstrs.flink;
 
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.v2.ValueState;
 import org.apache.flink.api.common.state.v2.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -27,14 +26,11 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * An exactly-once counting job for checkpoint, failure and rescale tests: numbers {@code 0..N-1}
- * go through a throttled map that can fail, are counted per key ({@code i % keys}) in async
- * value state, and each key's final count is emitted once, by an event-time timer that fires
+ * from a {@link PacedSequence} go through a {@link FailAfterCheckpoint} map, are counted per key
+ * ({@code i % keys}) in async value state, and each key's final count is emitted once, by an event-time timer that fires
  * only at the end of the input. Final counts are exact only if every record was counted exactly
  * once across failures and restores; a key emitted twice or with a wrong count shows a bug.
  *
@@ -44,9 +40,6 @@ final class CountingJob {
 
     private static final Map<String, Queue<Tuple2<Long, Long>>> RESULTS =
             new ConcurrentHashMap<>();
-    private static final Map<String, AtomicLong> PROGRESS = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicInteger> FAILURES = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicInteger> RESUMED = new ConcurrentHashMap<>();
 
     private CountingJob() {}
 
@@ -68,34 +61,29 @@ final class CountingJob {
     }
 
     /**
-     * Adds the job to {@code env}.
+     * Adds the job to {@code env}; its progress, failures and resumed attempts are those of
+     * {@link PacedSequence} and {@link FailAfterCheckpoint} for {@code runId}.
      *
-     * @param recordsPerMs throttle per map subtask
-     * @param failingAttempts attempts 0..failingAttempts-1 of map subtask 0 each fail once after
-     *     a random number of records in [minRecords, maxRecords)
+     * @param recordsPerCheckpoint records the input emits between two completed checkpoints
+     * @param failingAttempts attempts 0..failingAttempts-1 of map subtask 0 each fail once, after
+     *     {@code minRecords} records and a checkpoint that covered some of them
      */
     static void build(
             StreamExecutionEnvironment env,
             String runId,
             long records,
             int keys,
-            int recordsPerMs,
+            int recordsPerCheckpoint,
             int failingAttempts,
-            int minRecords,
-            int maxRecords) {
+            long minRecords) {
         RESULTS.putIfAbsent(runId, new ConcurrentLinkedQueue<>());
-        PROGRESS.putIfAbsent(runId, new AtomicLong());
-        FAILURES.putIfAbsent(runId, new AtomicInteger());
-        RESUMED.putIfAbsent(runId, new AtomicInteger());
-        env.fromSequence(0, records - 1)
+        PacedSequence.of(env, runId, records, recordsPerCheckpoint)
                 .map(
-                        new ThrottledFailingMap(
+                        new FailAfterCheckpoint(
                                 runId,
                                 records / env.getParallelism(),
-                                recordsPerMs,
                                 failingAttempts,
-                                minRecords,
-                                maxRecords))
+                                minRecords))
                 .returns(Types.LONG)
                 .keyBy(new KeyOf(keys))
                 .enableAsyncState()
@@ -118,16 +106,6 @@ final class CountingJob {
         return List.copyOf(RESULTS.getOrDefault(runId, new ConcurrentLinkedQueue<>()));
     }
 
-    /** Records the map passed on so far, across attempts (counts replays again). */
-    static long progress(String runId) {
-        return PROGRESS.get(runId).get();
-    }
-
-    /** Failures injected so far. */
-    static int failures(String runId) {
-        return FAILURES.get(runId).get();
-    }
-
     private static final class KeyOf
             implements KeySelector<Long, Long> {
         private static final long serialVersionUID = 1L;
@@ -140,79 +118,6 @@ final class CountingJob {
         @Override
         public Long getKey(Long value) {
             return value % keys;
-        }
-    }
-
-    /**
-     * Attempts of map subtasks whose first record was not the start of a source split: their
-     * source resumed from a checkpoint or savepoint.
-     */
-    static int resumedAttempts(String runId) {
-        return RESUMED.get(runId).get();
-    }
-
-    /** Passes records on at a bounded rate; subtask 0 fails once in each early attempt. */
-    private static final class ThrottledFailingMap extends RichMapFunction<Long, Long> {
-        private static final long serialVersionUID = 1L;
-        private final String runId;
-        private final long splitSize;
-        private final int recordsPerMs;
-        private final int failingAttempts;
-        private final int minRecords;
-        private final int maxRecords;
-        private transient long seen;
-        private transient long failAt;
-
-        ThrottledFailingMap(
-                String runId,
-                long splitSize,
-                int recordsPerMs,
-                int failingAttempts,
-                int minRecords,
-                int maxRecords) {
-            this.runId = runId;
-            this.splitSize = splitSize;
-            this.recordsPerMs = recordsPerMs;
-            this.failingAttempts = failingAttempts;
-            this.minRecords = minRecords;
-            this.maxRecords = maxRecords;
-        }
-
-        @Override
-        public void open(OpenContext openContext) {
-            boolean fails =
-                    getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0
-                            && getRuntimeContext().getTaskInfo().getAttemptNumber()
-                                    < failingAttempts;
-            failAt =
-                    fails
-                            ? ThreadLocalRandom.current().nextInt(minRecords, maxRecords)
-                            : Long.MAX_VALUE;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (++seen == 1 && value % splitSize != 0) {
-                RESUMED.get(runId).incrementAndGet();
-            }
-            if (seen == failAt) {
-                FAILURES.get(runId).incrementAndGet();
-                throw new InjectedFailure(seen);
-            }
-            if (seen % recordsPerMs == 0) {
-                Thread.sleep(1);
-            }
-            PROGRESS.get(runId).incrementAndGet();
-            return value;
-        }
-    }
-
-    /** The failure the test injects (recognizable in logs). */
-    static final class InjectedFailure extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        InjectedFailure(long record) {
-            super("Injected failure at record " + record + " of this attempt");
         }
     }
 

@@ -1,8 +1,6 @@
 package org.forstrs.flink;
 
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
-import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -13,10 +11,7 @@ import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.runtime.state.FunctionInitializationContext;
-import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
-import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.test.junit5.MiniClusterExtension;
@@ -36,7 +31,6 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -58,6 +52,8 @@ class MixedAsyncSyncITCase {
     private static final int FINE_KEYS = 97;
     private static final int COARSE_KEYS = 13;
     private static final int FAILING_ATTEMPTS = 4;
+    /** 2,500 records per subtask between two checkpoints: 20 checkpoints' worth of input. */
+    private static final int RECORDS_PER_CHECKPOINT = 5_000;
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -68,77 +64,6 @@ class MixedAsyncSyncITCase {
                             .build());
 
     private static final Map<String, Queue<String>> RESULTS = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicInteger> FAILURES = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicInteger> RESUMED = new ConcurrentHashMap<>();
-
-    /**
-     * Passes records on at a bounded rate. Subtask 0 fails in each of its first attempts, at the
-     * first record after it has passed {@code minRecords} records and a checkpoint completed whose
-     * snapshot of this subtask came after at least one record: the restore that follows must
-     * resume from that checkpoint, past the start of the split.
-     */
-    static final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
-            implements CheckpointListener, CheckpointedFunction {
-        private static final long serialVersionUID = 1L;
-        private final String run;
-        private final long splitSize;
-        private final int failingAttempts;
-        private final long minRecords;
-        private transient boolean fails;
-        private transient long seen;
-        private transient Map<Long, Long> seenAtSnapshot;
-        private transient boolean armed;
-
-        FailAfterCheckpoint(String run, long splitSize, int failingAttempts, long minRecords) {
-            this.run = run;
-            this.splitSize = splitSize;
-            this.failingAttempts = failingAttempts;
-            this.minRecords = minRecords;
-        }
-
-        @Override
-        public void open(OpenContext openContext) {
-            fails =
-                    getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0
-                            && getRuntimeContext().getTaskInfo().getAttemptNumber()
-                                    < failingAttempts;
-        }
-
-        @Override
-        public void initializeState(FunctionInitializationContext context) {
-            seenAtSnapshot = new HashMap<>();
-        }
-
-        @Override
-        public void snapshotState(FunctionSnapshotContext context) {
-            seenAtSnapshot.put(context.getCheckpointId(), seen);
-        }
-
-        @Override
-        public void notifyCheckpointComplete(long checkpointId) {
-            if (seenAtSnapshot.getOrDefault(checkpointId, 0L) > 0) {
-                armed = true;
-            }
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (++seen == 1 && value % splitSize != 0) {
-                RESUMED.get(run).incrementAndGet();
-            }
-            if (fails && armed && seen >= minRecords) {
-                FAILURES.get(run).incrementAndGet();
-                throw new CountingJob.InjectedFailure(seen);
-            }
-            if (fails && !armed) {
-                // Slow until a checkpoint armed the failure: the split outlasts any checkpoint.
-                Thread.sleep(1);
-            } else if (seen % 20 == 0) {
-                Thread.sleep(1); // about 20 records per ms: checkpoints come in between
-            }
-            return value;
-        }
-    }
 
     /** Async state: numbers each fine key's records in arrival order; emits (coarse, fine, n). */
     static final class NumberPerKey
@@ -265,13 +190,11 @@ class MixedAsyncSyncITCase {
             @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
         String run = "mixed-" + UUID.randomUUID();
         RESULTS.put(run, new ConcurrentLinkedQueue<>());
-        FAILURES.put(run, new AtomicInteger());
-        RESUMED.put(run, new AtomicInteger());
         // ForSt-RS, checkpoints every 100 ms, fixed-delay restarts (CountingJob's settings)
         Configuration config = CountingJob.config(primary, checkpoints);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(PARALLELISM);
-        env.fromSequence(0, RECORDS - 1)
+        PacedSequence.of(env, run, RECORDS, RECORDS_PER_CHECKPOINT)
                 .map(
                         new FailAfterCheckpoint(
                                 run, RECORDS / PARALLELISM, FAILING_ATTEMPTS, 2_000))
@@ -287,12 +210,11 @@ class MixedAsyncSyncITCase {
 
         env.execute("async and sync keyed state in one job, with failures");
 
-        // A failing attempt runs at one record per ms until its failure is armed, so its split
-        // (50,000 records) outlasts the wait for a checkpoint and every failing attempt fails.
-        assertThat(FAILURES.get(run).get()).isEqualTo(FAILING_ATTEMPTS);
+        // The input is paced by checkpoints, so it outlasts every failing attempt: all fail.
+        assertThat(FailAfterCheckpoint.failures(run)).isEqualTo(FAILING_ATTEMPTS);
         // Every failure followed a completed checkpoint that included records of the attempt,
         // so every restart of subtask 0 resumed past the start of its split.
-        assertThat(RESUMED.get(run).get()).isGreaterThanOrEqualTo(FAILING_ATTEMPTS);
+        assertThat(FailAfterCheckpoint.resumedAttempts(run)).isGreaterThanOrEqualTo(FAILING_ATTEMPTS);
         assertThat(RESULTS.get(run)).containsExactlyInAnyOrderElementsOf(expected());
     }
 }

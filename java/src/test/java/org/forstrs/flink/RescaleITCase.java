@@ -15,9 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -29,7 +27,8 @@ class RescaleITCase {
 
     private static final int KEYS = 700;
     private static final long RECORDS = 90_000;
-    private static final int RECORDS_PER_MS = 15;
+    /** The input's pace: 1,500 records between two completed checkpoints. */
+    private static final int RECORDS_PER_CHECKPOINT = 1_500;
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -46,15 +45,15 @@ class RescaleITCase {
         String run = "savepoints-" + UUID.randomUUID();
         Configuration config = CountingJob.config(primary, checkpoints);
 
-        JobClient first = submit(config, null, 2, run);
-        awaitProgress(run, RECORDS / 4, first);
+        JobClient first = submit(config, null, 2, run, RECORDS / 4);
+        awaitHeld(run, RECORDS / 4, first);
         Path atTwo = stopWithSavepoint(first, savepoints);
 
-        JobClient second = submit(config, atTwo, 3, run);
-        awaitProgress(run, RECORDS / 2, second);
+        JobClient second = submit(config, atTwo, 3, run, RECORDS / 2);
+        awaitHeld(run, RECORDS / 2, second);
         Path atThree = stopWithSavepoint(second, savepoints);
 
-        submit(config, atThree, 1, run).getJobExecutionResult().get(90, TimeUnit.SECONDS);
+        submit(config, atThree, 1, run, Long.MAX_VALUE).getJobExecutionResult().get();
 
         CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
         assertThat(CheckpointFiles.keyedHandles(atTwo)).hasSize(2);
@@ -71,22 +70,27 @@ class RescaleITCase {
         String run = "retained-" + UUID.randomUUID();
         Configuration config = CountingJob.config(primary, checkpoints);
 
-        JobClient first = submit(config, null, 2, run);
-        awaitProgress(run, RECORDS / 4, first);
+        JobClient first = submit(config, null, 2, run, RECORDS / 4);
+        awaitHeld(run, RECORDS / 4, first);
         Path atTwo = cancelAfterNextCheckpoint(first, checkpoints);
 
-        JobClient second = submit(config, atTwo, 3, run);
-        awaitProgress(run, RECORDS / 2, second);
+        JobClient second = submit(config, atTwo, 3, run, RECORDS / 2);
+        awaitHeld(run, RECORDS / 2, second);
         Path atThree = cancelAfterNextCheckpoint(second, checkpoints);
 
-        submit(config, atThree, 1, run).getJobExecutionResult().get(90, TimeUnit.SECONDS);
+        submit(config, atThree, 1, run, Long.MAX_VALUE).getJobExecutionResult().get();
 
         CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
         assertThat(CheckpointFiles.keyedHandles(atTwo)).hasSize(2);
         assertThat(CheckpointFiles.keyedHandles(atThree)).hasSize(3);
     }
 
-    private static JobClient submit(Configuration base, Path restoreFrom, int parallelism, String run)
+    /**
+     * Submits the counting job; its input (over all jobs of the run) is held at {@code holdAt}
+     * records, so the job is known to be mid-input when the test stops it.
+     */
+    private static JobClient submit(
+            Configuration base, Path restoreFrom, int parallelism, String run, long holdAt)
             throws Exception {
         Configuration config = new Configuration(base);
         if (restoreFrom != null) {
@@ -94,26 +98,26 @@ class RescaleITCase {
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(parallelism);
-        CountingJob.build(env, run, RECORDS, KEYS, RECORDS_PER_MS, 0, 1, 2);
+        CountingJob.build(env, run, RECORDS, KEYS, RECORDS_PER_CHECKPOINT, 0, 1);
+        if (holdAt == Long.MAX_VALUE) {
+            PacedSequence.release(run);
+        } else {
+            PacedSequence.holdAt(run, holdAt);
+        }
         return env.executeAsync("counting at parallelism " + parallelism);
     }
 
-    /** Waits until the map passed {@code records} on (in total over all runs of the test). */
-    private static void awaitProgress(String run, long records, JobClient job) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (CountingJob.progress(run) < records) {
-            assertThat(System.nanoTime()).as("progress to %s records", records).isLessThan(deadline);
-            assertThat(job.getJobStatus().get().isGloballyTerminalState()).isFalse();
-            Thread.sleep(20);
-        }
+    /** Waits until the input emitted all it may ({@code records}, over all jobs of the run). */
+    private static void awaitHeld(String run, long records, JobClient job) throws Exception {
+        Await.until(records + " records", () -> PacedSequence.emitted(run) >= records, job);
     }
 
     private static Path stopWithSavepoint(JobClient job, Path savepoints) throws Exception {
         String location =
                 job.stopWithSavepoint(
                                 false, savepoints.toUri().toString(), SavepointFormatType.NATIVE)
-                        .get(60, TimeUnit.SECONDS);
-        job.getJobExecutionResult().get(60, TimeUnit.SECONDS);
+                        .get();
+        job.getJobExecutionResult().get();
         return Paths.get(URI.create(location));
     }
 
@@ -123,19 +127,16 @@ class RescaleITCase {
         Path jobDir = checkpoints.resolve(job.getJobID().toString());
         long before =
                 CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId).orElse(0L);
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (CheckpointFiles.latestCompleted(jobDir)
-                        .map(CheckpointFiles::checkpointId)
-                        .orElse(0L)
-                <= before) {
-            assertThat(System.nanoTime()).as("a checkpoint of %s", jobDir).isLessThan(deadline);
-            Thread.sleep(20);
-        }
-        job.cancel().get(60, TimeUnit.SECONDS);
-        while (!job.getJobStatus().get().isGloballyTerminalState()) {
-            assertThat(System.nanoTime()).as("cancellation").isLessThan(deadline);
-            Thread.sleep(20);
-        }
+        Await.until(
+                "a checkpoint of " + jobDir,
+                () ->
+                        CheckpointFiles.latestCompleted(jobDir)
+                                        .map(CheckpointFiles::checkpointId)
+                                        .orElse(0L)
+                                > before,
+                job);
+        job.cancel().get();
+        Await.terminal(job);
         return CheckpointFiles.latestCompleted(jobDir).orElseThrow();
     }
 }

@@ -1,8 +1,8 @@
 package org.forstrs.flink;
 
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.state.CheckpointListener;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -57,6 +57,8 @@ class SyncSqlITCase {
 
     private static final int PARALLELISM = 2;
     private static final long ROWS = 60_000;
+    /** 3,000 rows per input subtask between two completed checkpoints: 10 checkpoints' worth. */
+    private static final int ROWS_PER_CHECKPOINT = 6_000;
     private static final int KEYS = 200;
     private static final long SEED = 0x5EED_5C1L;
 
@@ -181,26 +183,16 @@ class SyncSqlITCase {
         return env;
     }
 
-    /** Completed checkpoints seen by the input's throttle, per run. */
+    /** Completed checkpoints seen by the input subtasks, per run. */
     private static final Map<String, AtomicInteger> CHECKPOINTS = new ConcurrentHashMap<>();
 
-    /**
-     * Makes the input row {@code r} and paces it: one row per ms until two checkpoints completed
-     * (so checkpoints always happen while the operators hold state), then about 50 rows per ms
-     * per subtask.
-     */
-    static final class PacedRows extends RichMapFunction<Long, Row> implements CheckpointListener {
+    /** Passes rows on and counts the completed checkpoints its subtasks are told of, per run. */
+    static final class CountCheckpoints implements MapFunction<Row, Row>, CheckpointListener {
         private static final long serialVersionUID = 1L;
         private final String run;
-        private transient long seen;
 
-        PacedRows(String run) {
+        CountCheckpoints(String run) {
             this.run = run;
-        }
-
-        @Override
-        public void open(OpenContext openContext) {
-            seen = 0;
         }
 
         @Override
@@ -209,11 +201,8 @@ class SyncSqlITCase {
         }
 
         @Override
-        public Row map(Long r) throws Exception {
-            if (CHECKPOINTS.get(run).get() < 2 * PARALLELISM || ++seen % 50 == 0) {
-                Thread.sleep(1);
-            }
-            return Row.of(r, keyOf(r), valueOf(r), r * MS_PER_ROW);
+        public Row map(Row row) {
+            return row;
         }
     }
 
@@ -222,16 +211,24 @@ class SyncSqlITCase {
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
         tEnv.getConfig().set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, asyncState);
         tEnv.getConfig().setLocalTimeZone(ZoneOffset.UTC);
+        TypeInformation<Row> orderType =
+                Types.ROW_NAMED(
+                        new String[] {"r", "k", "v", "t"},
+                        Types.LONG,
+                        Types.INT,
+                        Types.LONG,
+                        Types.LONG);
+        // Paced by checkpoints: the operators hold state at every checkpoint of the input.
         DataStream<Row> orders =
-                env.fromSequence(0, ROWS - 1)
-                        .map(new PacedRows(run))
-                        .returns(
-                                Types.ROW_NAMED(
-                                        new String[] {"r", "k", "v", "t"},
-                                        Types.LONG,
-                                        Types.INT,
-                                        Types.LONG,
-                                        Types.LONG));
+                PacedSequence.of(
+                                env,
+                                run,
+                                ROWS,
+                                ROWS_PER_CHECKPOINT,
+                                r -> Row.of(r, keyOf(r), valueOf(r), r * MS_PER_ROW),
+                                orderType)
+                        .map(new CountCheckpoints(run))
+                        .returns(orderType);
         DataStream<Row> dims =
                 env.fromSequence(0, KEYS - 1)
                         .map(k -> Row.of(k.intValue(), weightOf(k.intValue())))
@@ -364,7 +361,7 @@ class SyncSqlITCase {
                 "%s: %.1f s, %d checkpoints, keyed operators %s%n",
                 run, (System.nanoTime() - started) / 1e9, CHECKPOINTS.get(run).get(), keyed);
 
-        // both input subtasks saw two checkpoints complete while they produced rows
+        // the paced input waited for checkpoints between its rows, on both subtasks
         assertThat(CHECKPOINTS.get(run).get()).isGreaterThanOrEqualTo(2 * PARALLELISM);
         Map<String, List<List<Object>>> expected = expectedTables();
         for (String name : QUERIES.keySet()) {

@@ -81,9 +81,8 @@ final class EngineBehaviour {
 
             ForStNative.compact(db);
             // Replaced files are deleted once no reader holds them (right after, in the background).
-            long deadline = System.nanoTime() + 30_000_000_000L;
+            // No deadline: files that are never deleted hang the test until the hang guard fails it.
             while (dataFiles(url).size() >= filesBeforeCompaction) {
-                assertThat(System.nanoTime()).as("files left after compaction").isLessThan(deadline);
                 Thread.sleep(20);
             }
             checkAll(db, cf, expected);

@@ -3,9 +3,7 @@ package org.forstrs.flink.sync;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.AggregatingState;
-import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -35,6 +33,9 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
+import org.forstrs.flink.FailAfterCheckpoint;
+import org.forstrs.flink.PacedSequence;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,7 +50,6 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -490,53 +490,9 @@ class SyncStateITCase {
     // ---- failures ----
 
     private static final Map<String, Queue<String>> RESULTS = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicInteger> FAILURES = new ConcurrentHashMap<>();
 
-    /**
-     * Passes records on; subtask 0 fails in each of its first attempts on the first record after
-     * a checkpoint of that attempt completed. Until then a failing attempt passes one record per
-     * ms, so its split outlasts the wait for a checkpoint and every failing attempt fails; the
-     * other attempts pass about 20 records per ms, so checkpoints come in between.
-     */
-    static final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
-            implements CheckpointListener {
-        private static final long serialVersionUID = 1L;
-        private final String run;
-        private final int failingAttempts;
-        private transient boolean fails;
-        private transient volatile boolean checkpointed;
-        private transient long seen;
-
-        FailAfterCheckpoint(String run, int failingAttempts) {
-            this.run = run;
-            this.failingAttempts = failingAttempts;
-        }
-
-        @Override
-        public void open(OpenContext openContext) {
-            fails =
-                    getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0
-                            && getRuntimeContext().getTaskInfo().getAttemptNumber()
-                                    < failingAttempts;
-        }
-
-        @Override
-        public void notifyCheckpointComplete(long checkpointId) {
-            checkpointed = true;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (fails && checkpointed) {
-                FAILURES.get(run).incrementAndGet();
-                throw new IllegalStateException("Injected failure after a checkpoint");
-            }
-            if (fails || ++seen % 20 == 0) {
-                Thread.sleep(1);
-            }
-            return value;
-        }
-    }
+    /** 2,000 records per subtask between two checkpoints: 30 checkpoints' worth of input. */
+    private static final int RECORDS_PER_CHECKPOINT = 4_000;
 
     /** Residues of the records counted per key in the map state. */
     private static final long RESIDUES = 7;
@@ -662,7 +618,6 @@ class SyncStateITCase {
     void exactAfterFailuresRestoredFromCheckpoints(@TempDir Path dir) throws Exception {
         String run = "failures-" + UUID.randomUUID();
         RESULTS.put(run, new ConcurrentLinkedQueue<>());
-        FAILURES.put(run, new AtomicInteger());
         long records = 120_000;
         int keys = 300;
         int failingAttempts = 6;
@@ -675,8 +630,10 @@ class SyncStateITCase {
         // Each subtask reads one half of the numbers in order: event time grows per subtask, and
         // every record of the second half is later than all of the first, so none is late.
         DataStream<Long> passed =
-                env.fromSequence(0, records - 1)
-                        .map(new FailAfterCheckpoint(run, failingAttempts))
+                PacedSequence.of(env, run, records, RECORDS_PER_CHECKPOINT)
+                        .map(
+                                new FailAfterCheckpoint(
+                                        run, records / env.getParallelism(), failingAttempts, 1))
                         .returns(Types.LONG)
                         .assignTimestampsAndWatermarks(
                                 WatermarkStrategy.<Long>forMonotonousTimestamps()
@@ -755,7 +712,10 @@ class SyncStateITCase {
         }
         assertThat(expectedSessions).hasSizeGreaterThan(100 * SESSION_KEYS);
 
-        assertThat(FAILURES.get(run).get()).isBetween(5, failingAttempts);
+        // The input is paced by checkpoints, so it outlasts every failing attempt: all fail, and
+        // every restart resumed from a checkpoint past the start of the split.
+        assertThat(FailAfterCheckpoint.failures(run)).isEqualTo(failingAttempts);
+        assertThat(FailAfterCheckpoint.resumedAttempts(run)).isGreaterThanOrEqualTo(failingAttempts);
         List<String> results = new ArrayList<>(RESULTS.get(run));
         assertThat(results)
                 .filteredOn(line -> line.startsWith("key "))
