@@ -6,6 +6,15 @@ cd "$(dirname "$0")/.."
 
 step() { echo "==> $*" >&2; }
 
+# -Xcheck:jni (on in every JVM the tests start) reports JNI misuse as warnings on stdout, which
+# would not fail a test by themselves: the logs that caught a JVM's stdout are searched for them.
+fail_on_jni_warnings() {
+    if grep -n "WARNING in native method\|WARNING: JNI" "$@" 2>/dev/null; then
+        echo "JNI warnings under -Xcheck:jni (above)" >&2
+        exit 1
+    fi
+}
+
 step install-deps
 scripts/install-deps.sh
 
@@ -21,7 +30,10 @@ step cargo clippy
 cargo clippy --all-targets --release -- -D warnings
 
 step cargo test
-cargo test --release
+cargo_log=$(mktemp)
+cargo test --release 2>&1 | tee "$cargo_log"
+fail_on_jni_warnings "$cargo_log"
+rm -f "$cargo_log"
 
 # ---- Java (JNI bindings, Flink integration) ----
 # Builds libforst.so from this crate (same CARGO_TARGET_DIR), packages target/forstjni-<version>.jar
@@ -29,3 +41,5 @@ cargo test --release
 # Dependencies are cached in ~/.m2 across runs.
 step mvn verify
 mvn -B -ntp -f java/pom.xml verify
+# a forked test JVM's native stdout lands in surefire's and failsafe's .dumpstream files
+fail_on_jni_warnings java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream

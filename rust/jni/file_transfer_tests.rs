@@ -20,10 +20,13 @@ use super::test_jvm::vm;
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{LocalBackend, StorageOptions, open_storage};
 
-/// Calls a native method with a clone of `env` (as the JVM would pass it) and a null class;
-/// returns its result and the exception it left pending, as (class name, message), cleared.
+/// Calls a native method with a clone of `env` (as the JVM would pass it) and a null class, in a
+/// local frame of its own with the JVM's 32 references (so -Xcheck:jni checks the native's
+/// references, not the test's); returns its result and the exception it left pending, as
+/// (class name, message), cleared.
 macro_rules! call {
     ($env:expr, $native:ident($($arg:expr),* $(,)?)) => {{
+        $env.push_local_frame(32).unwrap();
         // SAFETY: the clone lives only for this call, on this thread, while `$env` is not used:
         // what the JVM does when it passes its environment to a native method.
         let result = $native(
@@ -31,7 +34,11 @@ macro_rules! call {
             JClass::from(JObject::null()),
             $($arg),*
         );
-        (result, take_exception($env))
+        let thrown = take_exception($env);
+        // SAFETY: no reference made in this frame outlives it (the result is a primitive, the
+        // exception was read into Rust strings).
+        unsafe { $env.pop_local_frame(&JObject::null()) }.unwrap();
+        (result, thrown)
     }};
 }
 

@@ -14,6 +14,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
@@ -77,7 +78,20 @@ final class CountingJob {
             int failingAttempts,
             long minRecords) {
         RESULTS.putIfAbsent(runId, new ConcurrentLinkedQueue<>());
-        PacedSequence.of(env, runId, records, recordsPerCheckpoint)
+        counts(env, runId, records, keys, recordsPerCheckpoint, failingAttempts, minRecords)
+                .sinkTo(new CollectingSink(runId));
+    }
+
+    /** The job of {@link #build} up to its output: (key, final count) once per key. */
+    static DataStream<Tuple2<Long, Long>> counts(
+            StreamExecutionEnvironment env,
+            String runId,
+            long records,
+            int keys,
+            int recordsPerCheckpoint,
+            int failingAttempts,
+            long minRecords) {
+        return PacedSequence.of(env, runId, records, recordsPerCheckpoint)
                 .map(
                         new FailAfterCheckpoint(
                                 runId,
@@ -88,8 +102,7 @@ final class CountingJob {
                 .keyBy(new KeyOf(keys))
                 .enableAsyncState()
                 .process(new CountPerKey())
-                .returns(Types.TUPLE(Types.LONG, Types.LONG))
-                .sinkTo(new CollectingSink(runId));
+                .returns(Types.TUPLE(Types.LONG, Types.LONG));
     }
 
     /** What the job must emit: key to count. */

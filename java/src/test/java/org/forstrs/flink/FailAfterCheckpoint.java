@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * must resume from that checkpoint, past the start of the split. Behind a {@link PacedSequence}
  * with input left after such a checkpoint, every failing attempt fails exactly once.
  *
- * <p>Counters are kept per run id in this JVM (the tests' MiniCluster runs in it).
+ * <p>Counters are kept per run id and JVM (the tests' MiniCluster runs in the test's JVM).
  */
 public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
         implements CheckpointListener, CheckpointedFunction {
@@ -48,24 +48,29 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
         this.splitSize = splitSize;
         this.failingAttempts = failingAttempts;
         this.minRecords = minRecords;
-        FAILURES.putIfAbsent(run, new AtomicInteger());
-        RESUMED.putIfAbsent(run, new AtomicInteger());
+        counter(FAILURES, run);
+        counter(RESUMED, run);
         PASSED.putIfAbsent(run, new AtomicLong());
+    }
+
+    /** The run's counter in this JVM (a task manager of its own has not seen the run yet). */
+    private static AtomicInteger counter(Map<String, AtomicInteger> counters, String run) {
+        return counters.computeIfAbsent(run, r -> new AtomicInteger());
     }
 
     /** Failures injected so far in {@code run}. */
     public static int failures(String run) {
-        return FAILURES.get(run).get();
+        return counter(FAILURES, run).get();
     }
 
     /** Attempts of {@code run} whose first record was not the start of a split. */
     public static int resumedAttempts(String run) {
-        return RESUMED.get(run).get();
+        return counter(RESUMED, run).get();
     }
 
     /** Records passed on so far in {@code run}, over all attempts (replays count again). */
     public static long passed(String run) {
-        return PASSED.get(run).get();
+        return PASSED.computeIfAbsent(run, r -> new AtomicLong()).get();
     }
 
     @Override
@@ -95,13 +100,13 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
     @Override
     public Long map(Long value) throws Exception {
         if (++seen == 1 && value % splitSize != 0) {
-            RESUMED.get(run).incrementAndGet();
+            counter(RESUMED, run).incrementAndGet();
         }
         if (fails && armed && seen >= minRecords) {
-            FAILURES.get(run).incrementAndGet();
+            counter(FAILURES, run).incrementAndGet();
             throw new InjectedFailure(seen);
         }
-        PASSED.get(run).incrementAndGet();
+        PASSED.computeIfAbsent(run, r -> new AtomicLong()).incrementAndGet();
         return value;
     }
 

@@ -27,7 +27,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * hold a run's total emission at a limit ({@link #holdAt}) to act on a job that is known to be
  * mid-input.
  *
- * <p>State is kept per run id in this JVM (the tests' MiniCluster runs in it).
+ * <p>State is kept per run id and JVM: {@link #holdAt} and {@link #emitted} see the readers of
+ * the tests' MiniCluster, which runs in the test's JVM.
  */
 public final class PacedSequence {
 
@@ -116,8 +117,10 @@ public final class PacedSequence {
 
         @Override
         public RateLimiter<NumberSequenceSplit> createRateLimiter(int parallelism) {
+            // computeIfAbsent: in a task manager of its own, this JVM has not seen the run yet
             return new CheckpointGate(
-                    BUDGETS.get(run), Math.max(1, recordsPerCheckpoint / parallelism));
+                    BUDGETS.computeIfAbsent(run, r -> new Budget()),
+                    Math.max(1, recordsPerCheckpoint / parallelism));
         }
     }
 

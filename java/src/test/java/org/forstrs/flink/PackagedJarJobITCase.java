@@ -112,6 +112,9 @@ class PackagedJarJobITCase {
                 .as(() -> "child JVM ended within " + TIMEOUT_MINUTES + " min; output:\n" + out)
                 .isTrue();
         assertThat(child.exitValue()).as(() -> "child JVM exit code; output:\n" + out).isZero();
+        // -Xcheck:jni reports misuse of JNI (local references past capacity, calls with an
+        // exception pending, ...) as warnings on stdout: any of them fails the test
+        assertThat(out).doesNotContain("WARNING in native method").doesNotContain("WARNING: JNI");
 
         final Map<String, String> reported = new HashMap<>();
         out.lines()
