@@ -40,6 +40,7 @@ rm -f "$cargo_log"
 # and runs the Java tests (surefire) and the tests of the packaged jar (failsafe, *ITCase).
 # Dependencies are cached in ~/.m2 across runs.
 step mvn verify
+rm -f java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream
 mvn -B -ntp -f java/pom.xml verify
 # a forked test JVM's native stdout lands in surefire's and failsafe's .dumpstream files
 fail_on_jni_warnings java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream
