@@ -1,0 +1,256 @@
+package org.forstrs.fs.faults;
+
+import org.apache.flink.core.fs.BlockLocation;
+import org.apache.flink.core.fs.FSDataInputStream;
+import org.apache.flink.core.fs.FSDataOutputStream;
+import org.apache.flink.core.fs.FileStatus;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.FileSystemFactory;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.core.fs.local.LocalFileSystem;
+
+import java.io.IOException;
+import java.net.URI;
+
+/**
+ * A Flink file system for tests, {@code faulty:///<absolute path>}: the local file system with the
+ * faults of the active {@link FaultPlan}. Registered through
+ * {@code META-INF/services/org.apache.flink.core.fs.FileSystemFactory}; the engine reaches it
+ * through the Flink file-system proxy, as it reaches any file system it has no native store for.
+ */
+public final class FaultInjectingFileSystem extends FileSystem {
+
+    public static final String SCHEME = "faulty";
+
+    /** Not getLocalFileSystem(): that wraps it in the safety net of the creating task thread. */
+    private final FileSystem local = LocalFileSystem.getSharedInstance();
+
+    /** The factory Flink finds by its service file. */
+    public static final class Factory implements FileSystemFactory {
+        @Override
+        public String getScheme() {
+            return SCHEME;
+        }
+
+        @Override
+        public FileSystem create(URI fsUri) {
+            return new FaultInjectingFileSystem();
+        }
+    }
+
+    private static Path toLocal(Path path) {
+        return new Path("file", null, path.toUri().getPath());
+    }
+
+    private static Path toFaulty(Path path) {
+        return new Path(SCHEME, null, path.toUri().getPath());
+    }
+
+    @Override
+    public Path getWorkingDirectory() {
+        return toFaulty(local.getWorkingDirectory());
+    }
+
+    @Override
+    public Path getHomeDirectory() {
+        return toFaulty(local.getHomeDirectory());
+    }
+
+    @Override
+    public URI getUri() {
+        return URI.create(SCHEME + ":///");
+    }
+
+    @Override
+    public FileStatus getFileStatus(Path f) throws IOException {
+        return new FaultyStatus(local.getFileStatus(toLocal(f)));
+    }
+
+    @Override
+    public BlockLocation[] getFileBlockLocations(FileStatus file, long start, long len)
+            throws IOException {
+        return local.getFileBlockLocations(local.getFileStatus(toLocal(file.getPath())), start, len);
+    }
+
+    @Override
+    public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+        return open(f);
+    }
+
+    @Override
+    public FSDataInputStream open(Path f) throws IOException {
+        FaultPlan plan = FaultPlan.active();
+        String path = f.toUri().getPath();
+        plan.onOpen(path);
+        return new FaultyInput(local.open(toLocal(f)), plan, path);
+    }
+
+    @Override
+    public FileStatus[] listStatus(Path f) throws IOException {
+        FileStatus[] statuses = local.listStatus(toLocal(f));
+        if (statuses == null) {
+            return null;
+        }
+        FileStatus[] out = new FileStatus[statuses.length];
+        for (int i = 0; i < statuses.length; i++) {
+            out[i] = new FaultyStatus(statuses[i]);
+        }
+        return out;
+    }
+
+    @Override
+    public boolean delete(Path f, boolean recursive) throws IOException {
+        return local.delete(toLocal(f), recursive);
+    }
+
+    @Override
+    public boolean mkdirs(Path f) throws IOException {
+        return local.mkdirs(toLocal(f));
+    }
+
+    @Override
+    public FSDataOutputStream create(Path f, WriteMode overwriteMode) throws IOException {
+        FaultPlan plan = FaultPlan.active();
+        FSDataOutputStream out = local.create(toLocal(f), overwriteMode);
+        return plan.failsOnWrite() ? new FailingOutput(out, f.toUri().getPath()) : out;
+    }
+
+    @Override
+    public boolean rename(Path src, Path dst) throws IOException {
+        return local.rename(toLocal(src), toLocal(dst));
+    }
+
+    @Override
+    public boolean isDistributedFS() {
+        return false;
+    }
+
+    /** The local status under this file system's scheme. */
+    private static final class FaultyStatus implements FileStatus {
+        private final FileStatus status;
+
+        FaultyStatus(FileStatus status) {
+            this.status = status;
+        }
+
+        @Override
+        public long getLen() {
+            return status.getLen();
+        }
+
+        @Override
+        public long getBlockSize() {
+            return status.getBlockSize();
+        }
+
+        @Override
+        public short getReplication() {
+            return status.getReplication();
+        }
+
+        @Override
+        public long getModificationTime() {
+            return status.getModificationTime();
+        }
+
+        @Override
+        public long getAccessTime() {
+            return status.getAccessTime();
+        }
+
+        @Override
+        public boolean isDir() {
+            return status.isDir();
+        }
+
+        @Override
+        public Path getPath() {
+            return toFaulty(status.getPath());
+        }
+    }
+
+    /** Reads with the plan's failures and short reads. */
+    private static final class FaultyInput extends FSDataInputStream {
+        private final FSDataInputStream in;
+        private final FaultPlan plan;
+        private final String path;
+
+        FaultyInput(FSDataInputStream in, FaultPlan plan, String path) {
+            this.in = in;
+            this.plan = plan;
+            this.path = path;
+        }
+
+        @Override
+        public void seek(long desired) throws IOException {
+            in.seek(desired);
+        }
+
+        @Override
+        public long getPos() throws IOException {
+            return in.getPos();
+        }
+
+        @Override
+        public int read() throws IOException {
+            plan.onRead(path);
+            return in.read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            plan.onRead(path);
+            return in.read(b, off, plan.readLength(len));
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
+        }
+    }
+
+    /** A created file whose first write fails (the file stays, partly written). */
+    private static final class FailingOutput extends FSDataOutputStream {
+        private final FSDataOutputStream out;
+        private final String path;
+
+        FailingOutput(FSDataOutputStream out, String path) {
+            this.out = out;
+            this.path = path;
+        }
+
+        private IOException fault() {
+            return new IOException("injected fault: write to " + path);
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            throw fault();
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            throw fault();
+        }
+
+        @Override
+        public long getPos() throws IOException {
+            return out.getPos();
+        }
+
+        @Override
+        public void flush() throws IOException {
+            out.flush();
+        }
+
+        @Override
+        public void sync() throws IOException {
+            out.sync();
+        }
+
+        @Override
+        public void close() throws IOException {
+            out.close();
+        }
+    }
+}
