@@ -293,6 +293,28 @@ fn compaction_never_deletes_files_of_a_checkpoint() {
     assert_eq!(db.get(&cf, b"key000001").unwrap().unwrap(), "r3-1");
 }
 
+/// Files replaced by compaction are gone once `close` returns: nothing but the live files and the
+/// manifests remain (close waits for the deletions it issued; no waiting by the caller).
+#[test]
+fn close_leaves_only_live_files() {
+    let storage = memory("close-deletes");
+    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    for round in 0..4 {
+        fill(&db, &cf, 0..1000, &format!("r{round}"));
+        db.flush().unwrap();
+    }
+    db.compact_all().unwrap();
+    let live: usize = db.stats().files_per_level.iter().sum();
+    db.close().unwrap();
+    let ssts = block_on(storage.list(""))
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.path.ends_with(".sst"))
+        .count();
+    assert_eq!(ssts, live, "SST files left after close");
+}
+
 #[test]
 fn freezing_the_memtable_does_no_io() {
     let faulty = Arc::new(FaultStorage::new(memory("freeze-no-io")));

@@ -426,7 +426,9 @@ impl Db {
         }
     }
 
-    /// Stops background work. Data not flushed is dropped (no WAL, see the module docs).
+    /// Stops background work and waits for the deletions of obsolete files already issued, so
+    /// that a closed database leaves only its live files (and whatever readers, iterators or
+    /// checkpoints still hold). Data not flushed is dropped (no WAL, see the module docs).
     pub fn close(&self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -436,6 +438,7 @@ impl Db {
         for worker in self.workers.lock().unwrap().drain(..) {
             let _ = worker.join();
         }
+        self.inner.obsolete_files.wait_idle();
         Ok(())
     }
 }
