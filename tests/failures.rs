@@ -315,6 +315,35 @@ fn close_leaves_only_live_files() {
     assert_eq!(ssts, live, "SST files left after close");
 }
 
+/// SSTs a previous process left behind (its deletes of replaced files failed, as when it dies
+/// before them) are collected when the database opens again; live files stay.
+#[test]
+fn open_collects_files_the_manifest_does_not_list() {
+    let base = memory("orphans");
+    let faulty = Arc::new(FaultStorage::new(base.clone()));
+    faulty.fail_always(OpKind::Delete);
+    let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    for round in 0..4 {
+        fill(&db, &cf, 0..1000, &format!("r{round}"));
+        db.flush().unwrap();
+    }
+    db.compact_all().unwrap();
+    let live: usize = db.stats().files_per_level.iter().sum();
+    db.close().unwrap();
+    drop(db);
+    let ssts = || {
+        let files = block_on(base.list("")).unwrap();
+        files.into_iter().filter(|f| f.path.ends_with(".sst")).count()
+    };
+    assert!(ssts() > live, "replaced files were left behind");
+
+    let db = Db::open_with_storage(base.clone(), options()).unwrap();
+    assert_eq!(ssts(), live, "SSTs after reopen");
+    let cf = db.cf("s").unwrap();
+    assert_eq!(db.get(&cf, b"key000999").unwrap().unwrap(), "r3-999");
+}
+
 #[test]
 fn freezing_the_memtable_does_no_io() {
     let faulty = Arc::new(FaultStorage::new(memory("freeze-no-io")));

@@ -5,7 +5,7 @@
 //! manifest lists the new file; a crash loses what was written after the last flush, by design
 //! (Flink restores from its last checkpoint, which flushes first).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
@@ -27,7 +27,7 @@ use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
     write_manifest,
 };
-use crate::lsm::version::{ObsoleteFiles, TableFile, Version};
+use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
 use crate::lsm::{compaction, flush, read};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
@@ -130,6 +130,11 @@ impl Db {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
+        let live: HashSet<&str> = data.files.iter().map(|f| f.path.as_str()).collect();
+        let orphans = block_on(delete_orphans(storage.as_ref(), &live))?;
+        if orphans > 0 {
+            tracing::info!("deleted {orphans} SST files the manifest does not list");
+        }
         let obsolete_files = Arc::new(ObsoleteFiles::default());
         let version = load_version(&storage, &cache, &obsolete_files, &data)?;
         if manifest_number > 1 {

@@ -6,7 +6,7 @@
 pub mod manifest;
 mod obsolete;
 
-pub use obsolete::ObsoleteFiles;
+pub use obsolete::{ObsoleteFiles, delete_orphans};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

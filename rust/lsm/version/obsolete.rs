@@ -2,9 +2,11 @@
 //! that dropped the last reference (deleting is I/O), counted so that the database can wait until
 //! every deletion issued so far has finished.
 
+use std::collections::HashSet;
 use std::sync::{Condvar, Mutex};
 
-use crate::storage::{StorageRef, io_runtime};
+use crate::Result;
+use crate::storage::{Storage, StorageRef, io_runtime};
 
 #[derive(Debug, Default)]
 pub struct ObsoleteFiles {
@@ -32,4 +34,21 @@ impl ObsoleteFiles {
             in_flight = self.finished.wait(in_flight).unwrap();
         }
     }
+}
+
+/// Deletes the SSTs at the top of a database's directory that its manifest does not list
+/// (`live`): files a process left behind when it died before deleting what compaction replaced,
+/// or before a flush's manifest was written. Only the database writes SSTs there (a checkpoint
+/// copies them out, a restore copies them in before the manifest names them), so nobody else can
+/// need them. Returns how many went.
+pub async fn delete_orphans(storage: &dyn Storage, live: &HashSet<&str>) -> Result<usize> {
+    let mut deleted = 0;
+    for file in storage.list("").await? {
+        let path = file.path.as_str();
+        if path.ends_with(".sst") && !path.contains('/') && !live.contains(path) {
+            storage.delete(path).await?;
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }
