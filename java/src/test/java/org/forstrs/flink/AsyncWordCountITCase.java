@@ -31,7 +31,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -192,16 +191,14 @@ class AsyncWordCountITCase {
         try {
             Await.until("state files under " + jobDir, () -> regularFiles(jobDir) > 0, job);
             // <job>/op_<operator>/subtask_<index>_attempt_<n>/<files>
-            try (Stream<Path> files = Files.walk(jobDir)) {
-                assertThat(files.filter(Files::isRegularFile))
-                        .allSatisfy(
-                                f -> {
-                                    Path relative = jobDir.relativize(f);
-                                    assertThat(relative.getName(0).toString()).startsWith("op_");
-                                    assertThat(relative.getName(1).toString())
-                                            .matches("subtask_\\d+_attempt_\\d+");
-                                });
-            }
+            assertThat(regularFilesUnder(jobDir))
+                    .allSatisfy(
+                            f -> {
+                                Path relative = jobDir.relativize(f);
+                                assertThat(relative.getName(0).toString()).startsWith("op_");
+                                assertThat(relative.getName(1).toString())
+                                        .matches("subtask_\\d+_attempt_\\d+");
+                            });
         } finally {
             job.cancel().get();
         }
@@ -216,11 +213,18 @@ class AsyncWordCountITCase {
         }
     }
 
-    /** Regular files under {@code dir}; files vanishing during the walk are not counted. */
     private static long regularFiles(Path dir) throws IOException {
-        long[] count = {0};
+        return regularFilesUnder(dir).size();
+    }
+
+    /**
+     * Regular files under {@code dir}; files vanishing during the walk (the DB's temporary files
+     * come and go while the job runs) are left out.
+     */
+    private static List<Path> regularFilesUnder(Path dir) throws IOException {
+        List<Path> files = new ArrayList<>();
         if (!Files.exists(dir)) {
-            return 0;
+            return files;
         }
         Files.walkFileTree(
                 dir,
@@ -228,7 +232,7 @@ class AsyncWordCountITCase {
                     @Override
                     public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
                         if (attrs.isRegularFile()) {
-                            count[0]++;
+                            files.add(file);
                         }
                         return FileVisitResult.CONTINUE;
                     }
@@ -238,6 +242,6 @@ class AsyncWordCountITCase {
                         return FileVisitResult.CONTINUE;
                     }
                 });
-        return count[0];
+        return files;
     }
 }
