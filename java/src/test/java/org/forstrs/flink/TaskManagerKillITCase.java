@@ -104,8 +104,10 @@ class TaskManagerKillITCase {
                     Thread.sleep(50);
                 }
                 for (int kill = 1; kill <= KILLS; kill++) {
+                    // The job recorded its last failure before this count, so the next completed
+                    // checkpoint comes from the job restarted after it: the kill hits a live job.
+                    int failuresBefore = rest.failures().size();
                     long completed = rest.completedCheckpoints();
-                    // restored and checkpointing again: the next kill hits a live job
                     while (rest.completedCheckpoints() <= completed) {
                         assertAlive(taskManager, dir, "tm-" + (kill - 1));
                         Thread.sleep(20);
@@ -113,6 +115,10 @@ class TaskManagerKillITCase {
                     taskManager.destroyForcibly().waitFor(); // SIGKILL
                     taskManager = start(TaskManagerRunner.class, confDir, dir, "tm-" + kill);
                     processes.add(taskManager);
+                    // the JobManager noticed the loss (a failure of the job) before the next kill
+                    while (rest.failures().size() <= failuresBefore) {
+                        Thread.sleep(20);
+                    }
                 }
 
                 JobResult result = client.requestJobResult(id).get();
@@ -126,7 +132,7 @@ class TaskManagerKillITCase {
                 assertThat(failures)
                         .filteredOn(f -> f.contains(InjectedFailure.class.getSimpleName()))
                         .hasSize(INJECTED_FAILURES);
-                // each kill is at least one more failure (a task manager lost)
+                // each kill was one more failure (a task manager lost)
                 assertThat(failures).hasSizeGreaterThanOrEqualTo(INJECTED_FAILURES + KILLS);
             }
             CheckpointRecoveryITCase.assertExactFinalCounts(readResults(results), RECORDS, KEYS);
