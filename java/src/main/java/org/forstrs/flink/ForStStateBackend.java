@@ -190,7 +190,10 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                                 .setMetricGroup(parameters.getMetricGroup())
                                 .build());
         NativeMetricMonitor.register(
-                backend.getNativeDb(), parameters.getMetricGroup(), config.getMetricKeys());
+                backend.getNativeDb(),
+                backend::getLastCheckpointStats,
+                parameters.getMetricGroup(),
+                config.getMetricKeys());
         return backend;
     }
 
@@ -216,7 +219,10 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         nativeOptions(memory),
                         config.isInlineCoordinator() ? 0 : config.getBatchThreads());
         NativeMetricMonitor.register(
-                backend.getNativeDb(), parameters.getMetricGroup(), config.getMetricKeys());
+                backend.getNativeDb(),
+                backend::getLastCheckpointStats,
+                parameters.getMetricGroup(),
+                config.getMetricKeys());
         return backend;
     }
 

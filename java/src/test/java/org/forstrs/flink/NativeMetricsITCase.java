@@ -305,6 +305,9 @@ class NativeMetricsITCase {
                         "rocksdb.bloom_filter_useful", // no equivalent
                         "rocksdb.block-cache-usage"); // not switched on
         assertThat(value(metrics, "forstrs.flushes")).as(operator + " flushes").isPositive();
+        assertThat(value(metrics, "forstrs.last-checkpoint-async-nanos"))
+                .as(operator + " last checkpoint's asynchronous phase")
+                .isPositive();
         assertThat(value(metrics, "rocksdb.total-sst-files-size"))
                 .as(operator + " SST bytes")
                 .isPositive();

@@ -4,6 +4,7 @@ import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 
 import org.forstrs.flink.config.ForStMetricOptions;
+import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.state.NativeDb;
 
 import org.junit.jupiter.api.Test;
@@ -61,8 +62,11 @@ class NativeMetricMonitorTest {
                 put(db, cf, "key-" + i, "value-" + i);
             }
             db.compact(); // flush, then compact into the last level
+            CheckpointStats checkpoint =
+                    new CheckpointStats(7, 11, 13, 17, List.of("a", "b"), 3, 19);
             NativeMetricMonitor.register(
                     db,
+                    () -> checkpoint,
                     group,
                     List.of(
                             PREFIX + "num-files-at-level",
@@ -81,6 +85,9 @@ class NativeMetricMonitorTest {
             assertThat(value(group, "rocksdb.num-files-at-level6")).isEqualTo(1);
             assertThat(value(group, "rocksdb.num-files-at-level0")).isZero();
             assertThat(value(group, "rocksdb.bytes_written")).isPositive();
+            assertThat(value(group, "forstrs.last-checkpoint-async-nanos")).isEqualTo(13);
+            assertThat(value(group, "forstrs.last-checkpoint-files-copied")).isEqualTo(2);
+            assertThat(value(group, "forstrs.last-checkpoint-bytes-through-process")).isEqualTo(17);
         } finally {
             db.close();
         }
@@ -94,7 +101,7 @@ class NativeMetricMonitorTest {
         NativeDb db = NativeDb.open(dir.toUri().toString(), new String[0]);
         try {
             GaugeGroup group = new GaugeGroup();
-            NativeMetricMonitor.register(db, group, List.of());
+            NativeMetricMonitor.register(db, () -> null, group, List.of());
             assertThat(group.gauges).isEmpty();
         } finally {
             db.close();
