@@ -19,6 +19,7 @@ pub mod guard;
 pub mod handles;
 pub mod natives;
 pub mod options;
+pub mod stats;
 pub mod ttl;
 
 use std::ffi::c_void;

@@ -70,7 +70,10 @@ pub fn table() -> Vec<String> {
     rows
 }
 
-fn string_array<'l>(env: &mut JNIEnv<'l>, items: &[String]) -> JniResult<JObjectArray<'l>> {
+pub(super) fn string_array<'l>(
+    env: &mut JNIEnv<'l>,
+    items: &[String],
+) -> JniResult<JObjectArray<'l>> {
     let array = env.new_object_array(items.len() as jint, "java/lang/String", JObject::null())?;
     for (i, item) in items.iter().enumerate() {
         let item = env.new_string(item)?;

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -22,6 +22,7 @@ use crate::lsm::memtable::MemTable;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
+use crate::lsm::stats::{DbStats, EngineCounters};
 use crate::lsm::ttl::{TtlFilter, TtlFilters};
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
@@ -89,31 +90,13 @@ pub(crate) struct DbInner {
     closed: AtomicBool,
     /// Why the database stopped, once background work failed for good: every call fails with it.
     failure: OnceLock<Arc<Error>>,
+    pub(crate) counters: EngineCounters,
 }
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct Db {
     pub(crate) inner: Arc<DbInner>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct DbStats {
-    pub block_cache_hits: u64,
-    pub block_cache_misses: u64,
-    pub block_cache_bytes: u64,
-    pub memtable_bytes: u64,
-    pub frozen_memtables: usize,
-    /// Writers waiting right now for a flush to make room in memory.
-    pub stalled_writers: usize,
-    pub files_per_level: Vec<usize>,
-    pub bytes_per_level: Vec<u64>,
-    /// Entries compaction removed because their TTL expired (a whole list: every element).
-    pub ttl_removed_entries: u64,
-    /// Lists compaction cut the expired head off.
-    pub ttl_trimmed_lists: u64,
-    /// Fragments of live range deletes in the version (flushed and not yet spent).
-    pub range_tombstones: usize,
 }
 
 impl Db {
@@ -172,6 +155,7 @@ impl Db {
             background_changed: Condvar::new(),
             closed: AtomicBool::new(false),
             failure: OnceLock::new(),
+            counters: EngineCounters::default(),
             options,
         });
         if manifest_number == 0 {
@@ -361,6 +345,7 @@ impl Db {
         }
         // Publish only after the whole batch is in the memtable.
         self.inner.visible_seq.store(seq, Ordering::Release);
+        self.inner.counters.written(batch.ops.iter().map(|op| op.entry_bytes() as u64).sum());
         if mem.approximate_bytes() >= self.inner.options.memtable_bytes {
             self.inner.freeze_memtable();
         }
@@ -414,21 +399,37 @@ impl Db {
     }
 
     pub fn stats(&self) -> DbStats {
-        let sv = self.inner.current();
-        DbStats {
-            block_cache_hits: self.inner.cache.hits(),
-            block_cache_misses: self.inner.cache.misses(),
-            block_cache_bytes: self.inner.cache.usage_bytes(),
+        let inner = &self.inner;
+        let sv = inner.current();
+        let frozen_entries = sv.frozen.iter().map(|m| m.entries()).sum::<u64>();
+        let mut stats = DbStats {
+            block_cache_hits: inner.cache.hits(),
+            block_cache_misses: inner.cache.misses(),
+            block_cache_bytes: inner.cache.usage_bytes(),
+            block_cache_capacity: inner.options.block_cache_bytes,
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
+            active_memtable_bytes: sv.mem.approximate_bytes(),
+            active_memtable_entries: sv.mem.entries(),
+            frozen_memtable_entries: frozen_entries,
             frozen_memtables: sv.frozen.len(),
-            stalled_writers: self.inner.background.lock().unwrap().stalled_writers,
+            stalled_writers: inner.background.lock().unwrap().stalled_writers,
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
-            ttl_removed_entries: self.inner.ttl.removed(),
-            ttl_trimmed_lists: self.inner.ttl.trimmed(),
+            sst_entries: sv.version.files().map(|f| f.props().entries).sum(),
+            ttl_removed_entries: inner.ttl.removed(),
+            ttl_trimmed_lists: inner.ttl.trimmed(),
             range_tombstones: sv.version.tombstones.len(),
-        }
+            compaction_pending: compaction::picker::pick(&sv.version, &inner.options).is_some(),
+            pending_compaction_bytes: compaction::picker::pending_bytes(
+                &sv.version,
+                &inner.options,
+            ),
+            failed: inner.failure.get().is_some(),
+            ..DbStats::default()
+        };
+        inner.counters.fill(&mut stats);
+        stats
     }
 
     /// Stops background work and waits for the deletions of obsolete files already issued, so
@@ -564,6 +565,7 @@ impl DbInner {
     fn wait_for_memtable_room(&self) -> Result<()> {
         let mut background = self.background.lock().unwrap();
         let mut stalled = false;
+        let started = Instant::now();
         let outcome = loop {
             if self.has_memtable_room() {
                 break Ok(());
@@ -579,6 +581,7 @@ impl DbInner {
             background = self.background_changed.wait(background).unwrap();
         };
         if stalled {
+            self.counters.stalled(started.elapsed());
             background.stalled_writers -= 1;
             self.background_changed.notify_all();
         }

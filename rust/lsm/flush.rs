@@ -65,6 +65,7 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
+    let bytes_written = files.iter().map(|f| f.size).sum();
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.
         let older = std::mem::replace(&mut version.levels[0], files);
@@ -74,6 +75,7 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
         }
     };
     db.install_version(edit, Some(memtable))?;
+    db.counters.flushed(bytes_written);
     // New range deletes may make files worth rewriting (see `compaction::picker`).
     if db.current().version.levels[0].len() >= db.options.l0_compaction_trigger
         || !tombstones.is_empty()

@@ -100,6 +100,11 @@ impl MemTable {
         self.approximate_bytes.load(Ordering::Relaxed)
     }
 
+    /// Entries (versions of keys), range deletes not counted.
+    pub fn entries(&self) -> u64 {
+        self.map.len() as u64
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty() && !self.has_tombstones.load(Ordering::Acquire)
     }

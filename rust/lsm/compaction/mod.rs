@@ -147,10 +147,17 @@ fn merge_and_install(
         },
         None,
     );
-    if installed.is_err() {
-        outputs.iter().for_each(|f| f.mark_obsolete());
+    match installed {
+        Ok(()) => {
+            let size = |files: &[Arc<TableFile>]| files.iter().map(|f| f.size).sum();
+            db.counters.compacted(size(inputs), size(&outputs));
+            Ok(())
+        }
+        Err(e) => {
+            outputs.iter().for_each(|f| f.mark_obsolete());
+            Err(e)
+        }
     }
-    installed
 }
 
 fn remove_files(version: &mut Version, files: &[Arc<TableFile>]) {

@@ -99,6 +99,20 @@ fn level_target(options: &DbOptions, level: usize) -> u64 {
     target
 }
 
+/// How many bytes compaction is behind: the excess of each level over its target, and all of
+/// level 0 once it has enough files to trigger a compaction.
+pub fn pending_bytes(version: &Version, options: &DbOptions) -> u64 {
+    let level0 = if version.levels[0].len() >= options.l0_compaction_trigger {
+        version.level_bytes(0)
+    } else {
+        0
+    };
+    let excess = (1..NUM_LEVELS - 1)
+        .map(|l| version.level_bytes(l).saturating_sub(level_target(options, l)))
+        .sum::<u64>();
+    level0 + excess
+}
+
 pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
     if version.levels[0].len() >= options.l0_compaction_trigger {
         return Some(level0_job(version));

@@ -22,6 +22,7 @@ import org.forstrs.flink.async.ForStKeyedStateBackend;
 import org.forstrs.flink.config.ForStBackendConfig;
 import org.forstrs.flink.config.ForStOptions;
 import org.forstrs.flink.config.WorkingDirPlacement;
+import org.forstrs.flink.metrics.NativeMetricMonitor;
 import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
 
 import org.slf4j.Logger;
@@ -177,12 +178,23 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        return ForStSyncKeyedStateBackend.open(
-                parameters,
-                dbUri,
-                nativeOptions(memory),
-                latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build(),
-                sizeTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build());
+        ForStSyncKeyedStateBackend<K> backend =
+                ForStSyncKeyedStateBackend.open(
+                        parameters,
+                        dbUri,
+                        nativeOptions(memory),
+                        latencyTrackingConfigBuilder
+                                .setMetricGroup(parameters.getMetricGroup())
+                                .build(),
+                        sizeTrackingConfigBuilder
+                                .setMetricGroup(parameters.getMetricGroup())
+                                .build());
+        NativeMetricMonitor.register(
+                backend.getNativeDb(),
+                backend::getLastCheckpointStats,
+                parameters.getMetricGroup(),
+                config.getMetricKeys());
+        return backend;
     }
 
     @Override
@@ -199,12 +211,19 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        return ForStKeyedStateBackend.open(
-                parameters,
-                env.getExecutionConfig(),
-                dbUri,
-                nativeOptions(memory),
-                config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+        ForStKeyedStateBackend<K> backend =
+                ForStKeyedStateBackend.open(
+                        parameters,
+                        env.getExecutionConfig(),
+                        dbUri,
+                        nativeOptions(memory),
+                        config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+        NativeMetricMonitor.register(
+                backend.getNativeDb(),
+                backend::getLastCheckpointStats,
+                parameters.getMetricGroup(),
+                config.getMetricKeys());
+        return backend;
     }
 
     @Override

@@ -79,6 +79,18 @@ public final class ForStNative {
     /** Name/value pairs of every engine option of an open database, as the engine runs with them. */
     public static native String[] optionsInEffect(long db);
 
+    /**
+     * The names of the engine's statistics, the one definition Java reads them from, in the order
+     * {@link #stats} fills its array.
+     */
+    public static native String[] statNames();
+
+    /**
+     * Fills {@code values} (exactly {@code statNames().length} long) with the database's
+     * statistics, in the order of {@link #statNames}.
+     */
+    public static native void stats(long db, long[] values);
+
     /** Closes the database; unflushed writes are dropped (no WAL). The handle becomes invalid. */
     public static native void close(long db);
 

@@ -67,6 +67,9 @@ public final class ForStBackendConfig implements Serializable {
     /** Engine options set by the configuration, by engine option name (text values). */
     private final LinkedHashMap<String, String> engineOptions;
 
+    /** The {@code metrics.*} keys switched on (see {@link ForStMetricOptions}). */
+    private final List<String> metricKeys;
+
     private ForStBackendConfig(
             @Nullable String primaryDir,
             boolean primaryOnCheckpointDir,
@@ -79,7 +82,8 @@ public final class ForStBackendConfig implements Serializable {
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
-            Map<String, String> engineOptions) {
+            Map<String, String> engineOptions,
+            List<String> metricKeys) {
         this.primaryDir = primaryDir;
         this.primaryOnCheckpointDir = primaryOnCheckpointDir;
         this.localDirs = localDirs;
@@ -92,6 +96,7 @@ public final class ForStBackendConfig implements Serializable {
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
+        this.metricKeys = List.copyOf(metricKeys);
     }
 
     /**
@@ -165,7 +170,8 @@ public final class ForStBackendConfig implements Serializable {
                 threads,
                 forceProxy,
                 syncEnforceLocal,
-                engine);
+                engine,
+                ForStMetricOptions.switchedOn(config));
     }
 
     /**
@@ -465,6 +471,11 @@ public final class ForStBackendConfig implements Serializable {
         return syncEnforceLocal;
     }
 
+    /** The {@code state.backend.forst.metrics.*} keys switched on. */
+    public List<String> getMetricKeys() {
+        return metricKeys;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -491,6 +502,8 @@ public final class ForStBackendConfig implements Serializable {
                 + syncEnforceLocal
                 + ", engineOptions="
                 + engineOptions
+                + ", metrics="
+                + metricKeys
                 + '}';
     }
 }

@@ -2,13 +2,16 @@ package org.forstrs.flink.config;
 
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.ReadableConfig;
 
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * The keys of Flink 2.3's {@code org.apache.flink.state.forst.ForStNativeMetricOptions} (switches
- * of the C++ ForSt's native metrics), all boolean. Accepted so that a configuration written for
- * Flink's ForSt works here; the engine reports no native metrics yet, so they have no effect.
+ * of the native metrics), all boolean, plus ours. Each key switched on registers its gauges in the
+ * operator's metric group ({@code org.forstrs.flink.metrics}); those the engine has no equivalent
+ * for are accepted without effect ({@code NoEffectOptions}).
  */
 public final class ForStMetricOptions {
 
@@ -58,17 +61,42 @@ public final class ForStMetricOptions {
                     "compaction-write-bytes",
                     "stall-micros");
 
-    /** Every key of this class. */
-    static final List<ConfigOption<?>> ALL =
+    /** Flink's keys. */
+    public static final List<ConfigOption<Boolean>> FLINK =
             NAMES.stream()
-                    .<ConfigOption<?>>map(
+                    .map(
                             name ->
                                     ConfigOptions.key(PREFIX + name)
                                             .booleanType()
                                             .defaultValue(false)
                                             .withDescription(
-                                                    "A native metric of Flink's ForSt; no effect."))
+                                                    "A native metric of Flink's ForSt."))
                     .toList();
+
+    /** Ours: every statistic the engine exports, as gauges named {@code forstrs.<statistic>}. */
+    public static final ConfigOption<Boolean> ENGINE_STATS =
+            ConfigOptions.key(PREFIX + "engine-stats")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Reports every statistic of the ForSt-RS engine (flushes, compactions,"
+                                    + " stalled writers, range deletes, TTL removals, files and"
+                                    + " bytes per level, ...) as a gauge forstrs.<name> in the"
+                                    + " operator's metric group.");
+
+    /** Every key of this class. */
+    static final List<ConfigOption<?>> ALL =
+            Stream.concat(FLINK.stream(), Stream.of(ENGINE_STATS))
+                    .<ConfigOption<?>>map(option -> option)
+                    .toList();
+
+    /** The keys of this class that {@code config} switches on, in this class's order. */
+    static List<String> switchedOn(ReadableConfig config) {
+        return Stream.concat(FLINK.stream(), Stream.of(ENGINE_STATS))
+                .filter(option -> ForStBackendConfig.get(config, option))
+                .map(ConfigOption::key)
+                .toList();
+    }
 
     private ForStMetricOptions() {}
 }

@@ -3,6 +3,8 @@ package org.forstrs.flink.config;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ReadableConfig;
 
+import org.forstrs.flink.metrics.FlinkMetricNames;
+
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -14,7 +16,7 @@ final class NoEffectOptions {
 
     private static final String NO_DISK_CACHE = "the local disk cache does not exist yet";
     private static final String NO_INFO_LOG = "the engine writes no info log of its own";
-    private static final String NO_METRICS = "the engine reports no native metrics yet";
+    private static final String NO_METRIC = "the engine does not track this metric";
 
     /** Key to reason, in the order of Flink's classes. */
     private static final Map<String, String> REASONS = reasons();
@@ -80,8 +82,14 @@ final class NoEffectOptions {
         r.put(
                 ForStConfigurableOptions.USE_DELETE_FILES_IN_RANGE_DURING_RESCALING.key(),
                 "key-group bounds hide other key groups; compaction drops them");
-        for (ConfigOption<?> option : ForStMetricOptions.ALL) {
-            r.put(option.key(), NO_METRICS);
+        for (ConfigOption<Boolean> option : ForStMetricOptions.FLINK) {
+            if (option.key().endsWith("column-family-as-variable")) {
+                r.put(
+                        option.key(),
+                        "metrics are per database: all states of a backend share one tree");
+            } else if (!FlinkMetricNames.isSupported(option.key())) {
+                r.put(option.key(), NO_METRIC);
+            }
         }
         return r;
     }

@@ -168,6 +168,25 @@ public final class NativeDb implements Closeable {
     }
 
     /**
+     * Fills {@code values} with the engine's statistics ({@link ForStNative#stats}), unless the
+     * database is closed.
+     *
+     * @return false, leaving {@code values} as they were, if the database is closed
+     */
+    public boolean readStats(long[] values) {
+        lock.readLock().lock();
+        try {
+            if (closed) {
+                return false;
+            }
+            ForStNative.stats(handle, values);
+            return true;
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
      * Synchronous phase of a checkpoint: freezes the memtable and pins the current files (no I/O).
      */
     public NativeCheckpoint prepareCheckpoint() {

@@ -113,7 +113,7 @@ public final class FlinkForStKeys {
         s.put(p + "use-ingest-db-restore-mode", "true");
         s.put(p + "rescaling.use-delete-files-in-range", "true");
         // ForStNativeMetricOptions: all off by default
-        for (ConfigOption<?> metric : ForStMetricOptions.ALL) {
+        for (ConfigOption<?> metric : ForStMetricOptions.FLINK) {
             s.put(metric.key(), "true");
         }
         return s;

@@ -7,6 +7,7 @@ import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.state.forst.ForStStateBackend;
 
 import org.forstrs.flink.ForStStateBackendFactory;
+import org.forstrs.flink.metrics.FlinkMetricNames;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -104,12 +105,22 @@ class FlinkForStKeysTest {
         Set<String> mapped = new TreeSet<>(EngineOptionMapping.mappedKeys());
         Set<String> noEffect = new TreeSet<>();
         NoEffectOptions.keys().forEach(noEffect::add);
+        // native metrics registered as gauges (org.forstrs.flink.metrics)
+        Set<String> metrics =
+                ForStMetricOptions.FLINK.stream()
+                        .map(ConfigOption::key)
+                        .filter(FlinkMetricNames::isSupported)
+                        .collect(Collectors.toCollection(TreeSet::new));
+        assertThat(metrics)
+                .contains(p + "metrics.block-cache-hit", p + "metrics.num-files-at-level");
         assertThat(mapped).doesNotContainAnyElementsOf(noEffect);
         assertThat(readByBackend).doesNotContainAnyElementsOf(noEffect);
         assertThat(readByBackend).doesNotContainAnyElementsOf(mapped);
+        assertThat(metrics).doesNotContainAnyElementsOf(noEffect);
         Set<String> all = new TreeSet<>(readByBackend);
         all.addAll(mapped);
         all.addAll(noEffect);
+        all.addAll(metrics);
         assertThat(all).isEqualTo(keys(FlinkForStKeys.flinkOptions()));
         // the mapping names engine options the engine has
         assertThat(EngineOptionMapping.engineOptionNames())

@@ -1,0 +1,54 @@
+//! The engine's statistics for Java's metrics: the names once ([`EXPORTED_STATS`]), then all
+//! values of a database in one call, in the names' order.
+
+use ::jni::JNIEnv;
+use ::jni::objects::{JClass, JLongArray};
+use ::jni::sys::{jlong, jobjectArray};
+
+use super::guard::{JniResult, guard, illegal_argument};
+use super::handles;
+use super::options::string_array;
+use crate::lsm::EXPORTED_STATS;
+
+/// `static native String[] statNames()`: the name of each value `stats` fills, in order.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_statNames<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+) -> jobjectArray {
+    guard(&mut env, |env| {
+        let names: Vec<String> = EXPORTED_STATS.iter().map(|(name, _)| name.to_string()).collect();
+        string_array(env, &names)
+    })
+    .into_raw()
+}
+
+/// `static native void stats(long db, long[] values)`: fills `values` (exactly as long as
+/// `statNames()`) with the database's statistics. Values above `Long.MAX_VALUE` saturate.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_stats<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+    values: JLongArray<'l>,
+) {
+    guard(&mut env, |env| fill(env, db, &values))
+}
+
+fn fill(env: &mut JNIEnv<'_>, db: jlong, values: &JLongArray<'_>) -> JniResult<()> {
+    if values.is_null() {
+        return illegal_argument("values must not be null");
+    }
+    let len = env.get_array_length(values)? as usize;
+    if len != EXPORTED_STATS.len() {
+        return illegal_argument(format!(
+            "values has {len} slots, the engine exports {} statistics",
+            EXPORTED_STATS.len()
+        ));
+    }
+    let stats = handles::DATABASES.get(db)?.db.stats();
+    let out: Vec<jlong> =
+        stats.exported_values().map(|v| jlong::try_from(v).unwrap_or(jlong::MAX)).collect();
+    env.set_long_array_region(values, 0, &out)?;
+    Ok(())
+}

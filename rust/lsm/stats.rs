@@ -1,0 +1,166 @@
+//! What the engine counts, and the one table that exports it: `Db::stats` takes a `DbStats`
+//! snapshot, `EXPORTED_STATS` names each exported value once (the JNI layer hands Java the names
+//! and the values in this order, so Java never spells a name of its own).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Cumulative counters of one open database, bumped by the write path, flush and compaction.
+#[derive(Default)]
+pub(crate) struct EngineCounters {
+    flushes: AtomicU64,
+    flush_bytes_written: AtomicU64,
+    compactions: AtomicU64,
+    compaction_bytes_read: AtomicU64,
+    compaction_bytes_written: AtomicU64,
+    user_bytes_written: AtomicU64,
+    stall_micros: AtomicU64,
+}
+
+impl EngineCounters {
+    pub(crate) fn flushed(&self, bytes_written: u64) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.flush_bytes_written.fetch_add(bytes_written, Ordering::Relaxed);
+    }
+
+    pub(crate) fn compacted(&self, bytes_read: u64, bytes_written: u64) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        self.compaction_bytes_read.fetch_add(bytes_read, Ordering::Relaxed);
+        self.compaction_bytes_written.fetch_add(bytes_written, Ordering::Relaxed);
+    }
+
+    pub(crate) fn written(&self, bytes: u64) {
+        self.user_bytes_written.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stalled(&self, waited: Duration) {
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.stall_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// Copies the counters into `stats`.
+    pub(crate) fn fill(&self, stats: &mut DbStats) {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        stats.flushes = load(&self.flushes);
+        stats.flush_bytes_written = load(&self.flush_bytes_written);
+        stats.compactions = load(&self.compactions);
+        stats.compaction_bytes_read = load(&self.compaction_bytes_read);
+        stats.compaction_bytes_written = load(&self.compaction_bytes_written);
+        stats.user_bytes_written = load(&self.user_bytes_written);
+        stats.stall_micros = load(&self.stall_micros);
+    }
+}
+
+/// A snapshot of a database's statistics (`Db::stats`). Counters count since open.
+#[derive(Debug, Clone, Default)]
+pub struct DbStats {
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub block_cache_bytes: u64,
+    pub block_cache_capacity: u64,
+    /// Active plus frozen memtables.
+    pub memtable_bytes: u64,
+    pub active_memtable_bytes: u64,
+    pub active_memtable_entries: u64,
+    pub frozen_memtable_entries: u64,
+    pub frozen_memtables: usize,
+    /// Writers waiting right now for a flush to make room in memory.
+    pub stalled_writers: usize,
+    /// Time writers spent waiting for room in memory.
+    pub stall_micros: u64,
+    pub files_per_level: Vec<usize>,
+    pub bytes_per_level: Vec<u64>,
+    /// Entries in the live SST files (versions of keys, not distinct keys).
+    pub sst_entries: u64,
+    /// Entries compaction removed because their TTL expired (a whole list: every element).
+    pub ttl_removed_entries: u64,
+    /// Lists compaction cut the expired head off.
+    pub ttl_trimmed_lists: u64,
+    /// Fragments of live range deletes in the version (flushed and not yet spent).
+    pub range_tombstones: usize,
+    pub flushes: u64,
+    pub flush_bytes_written: u64,
+    /// Compactions that rewrote files (moves of a file to the next level are not counted).
+    pub compactions: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    /// Key and value bytes of the writes applied.
+    pub user_bytes_written: u64,
+    /// Whether the compaction picker would pick a job now.
+    pub compaction_pending: bool,
+    /// Bytes by which levels exceed their targets (all of level 0 once it triggers compaction).
+    pub pending_compaction_bytes: u64,
+    /// Whether background work failed the database (every call fails from then on).
+    pub failed: bool,
+}
+
+impl DbStats {
+    pub fn live_sst_files(&self) -> u64 {
+        self.files_per_level.iter().sum::<usize>() as u64
+    }
+
+    pub fn live_sst_bytes(&self) -> u64 {
+        self.bytes_per_level.iter().sum()
+    }
+
+    /// The exported values, in the order of `EXPORTED_STATS`.
+    pub fn exported_values(&self) -> impl Iterator<Item = u64> + '_ {
+        EXPORTED_STATS.iter().map(move |(_, value)| value(self))
+    }
+}
+
+type Exported = (&'static str, fn(&DbStats) -> u64);
+
+/// Every exported statistic: its name and how to read it from a snapshot, in export order.
+pub static EXPORTED_STATS: &[Exported] = &[
+    ("block-cache-hits", |s| s.block_cache_hits),
+    ("block-cache-misses", |s| s.block_cache_misses),
+    ("block-cache-usage-bytes", |s| s.block_cache_bytes),
+    ("block-cache-capacity-bytes", |s| s.block_cache_capacity),
+    ("memtable-bytes", |s| s.memtable_bytes),
+    ("active-memtable-bytes", |s| s.active_memtable_bytes),
+    ("active-memtable-entries", |s| s.active_memtable_entries),
+    ("frozen-memtable-entries", |s| s.frozen_memtable_entries),
+    ("frozen-memtables", |s| s.frozen_memtables as u64),
+    ("flush-pending", |s| u64::from(s.frozen_memtables > 0)),
+    ("stalled-writers", |s| s.stalled_writers as u64),
+    ("write-stopped", |s| u64::from(s.stalled_writers > 0)),
+    ("stall-micros", |s| s.stall_micros),
+    ("live-sst-files", DbStats::live_sst_files),
+    ("live-sst-bytes", DbStats::live_sst_bytes),
+    ("estimated-keys", |s| s.sst_entries + s.active_memtable_entries + s.frozen_memtable_entries),
+    ("range-tombstones", |s| s.range_tombstones as u64),
+    ("ttl-removed-entries", |s| s.ttl_removed_entries),
+    ("ttl-trimmed-lists", |s| s.ttl_trimmed_lists),
+    ("flushes", |s| s.flushes),
+    ("flush-bytes-written", |s| s.flush_bytes_written),
+    ("compactions", |s| s.compactions),
+    ("compaction-bytes-read", |s| s.compaction_bytes_read),
+    ("compaction-bytes-written", |s| s.compaction_bytes_written),
+    ("compaction-pending", |s| u64::from(s.compaction_pending)),
+    ("pending-compaction-bytes", |s| s.pending_compaction_bytes),
+    ("user-bytes-written", |s| s.user_bytes_written),
+    ("background-errors", |s| u64::from(s.failed)),
+    ("files-at-level0", |s| level_files(s, 0)),
+    ("files-at-level1", |s| level_files(s, 1)),
+    ("files-at-level2", |s| level_files(s, 2)),
+    ("files-at-level3", |s| level_files(s, 3)),
+    ("files-at-level4", |s| level_files(s, 4)),
+    ("files-at-level5", |s| level_files(s, 5)),
+    ("files-at-level6", |s| level_files(s, 6)),
+    ("bytes-at-level0", |s| level_bytes(s, 0)),
+    ("bytes-at-level1", |s| level_bytes(s, 1)),
+    ("bytes-at-level2", |s| level_bytes(s, 2)),
+    ("bytes-at-level3", |s| level_bytes(s, 3)),
+    ("bytes-at-level4", |s| level_bytes(s, 4)),
+    ("bytes-at-level5", |s| level_bytes(s, 5)),
+    ("bytes-at-level6", |s| level_bytes(s, 6)),
+];
+
+fn level_files(s: &DbStats, level: usize) -> u64 {
+    s.files_per_level.get(level).map_or(0, |&n| n as u64)
+}
+
+fn level_bytes(s: &DbStats, level: usize) -> u64 {
+    s.bytes_per_level.get(level).copied().unwrap_or(0)
+}
