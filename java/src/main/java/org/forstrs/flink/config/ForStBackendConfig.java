@@ -60,6 +60,7 @@ public final class ForStBackendConfig implements Serializable {
     private final int batchThreads;
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
+    private final S3Settings s3;
 
     /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
     private final boolean primaryOnCheckpointDir;
@@ -79,6 +80,7 @@ public final class ForStBackendConfig implements Serializable {
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
+            S3Settings s3,
             Map<String, String> engineOptions) {
         this.primaryDir = primaryDir;
         this.primaryOnCheckpointDir = primaryOnCheckpointDir;
@@ -91,6 +93,7 @@ public final class ForStBackendConfig implements Serializable {
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
+        this.s3 = s3;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
     }
 
@@ -150,6 +153,7 @@ public final class ForStBackendConfig implements Serializable {
 
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
         boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
+        S3Settings s3 = S3Settings.fromConfig(config);
         Map<String, String> engine = EngineOptionMapping.engineOptions(config);
         NoEffectOptions.logSetKeys(config);
 
@@ -165,6 +169,7 @@ public final class ForStBackendConfig implements Serializable {
                 threads,
                 forceProxy,
                 syncEnforceLocal,
+                s3,
                 engine);
     }
 
@@ -248,7 +253,8 @@ public final class ForStBackendConfig implements Serializable {
 
     private static void rejectUnknownKeys(ReadableConfig config) {
         TreeSet<String> known = new TreeSet<>();
-        for (ConfigOption<?> option : ALL_OPTIONS) {
+        for (ConfigOption<?> option :
+                Stream.concat(ALL_OPTIONS.stream(), S3Settings.ALL.stream()).toList()) {
             known.add(option.key());
             for (FallbackKey fallback : option.fallbackKeys()) {
                 known.add(fallback.getKey());
@@ -460,6 +466,11 @@ public final class ForStBackendConfig implements Serializable {
         return forceProxy;
     }
 
+    /** How the native store reaches S3 for s3:// directories. */
+    public S3Settings getS3() {
+        return s3;
+    }
+
     /** Whether synchronous keyed state stays under the local directory (not the primary one). */
     public boolean isSyncEnforceLocal() {
         return syncEnforceLocal;
@@ -489,6 +500,8 @@ public final class ForStBackendConfig implements Serializable {
                 + forceProxy
                 + ", syncEnforceLocal="
                 + syncEnforceLocal
+                + ", s3="
+                + s3
                 + ", engineOptions="
                 + engineOptions
                 + '}';
