@@ -260,16 +260,14 @@ class MixedAsyncSyncITCase {
         return lines;
     }
 
-    @Test
-    void asyncAndSyncOperatorsInOneJobAreExactAfterFailures(
-            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
-        String run = "mixed-" + UUID.randomUUID();
+    /**
+     * Adds the pipeline to {@code env} (parallelism {@link #PARALLELISM}): subtask 0 of the map
+     * fails in each of its first {@link #FAILING_ATTEMPTS} attempts after a checkpoint.
+     */
+    static void build(StreamExecutionEnvironment env, String run) {
         RESULTS.put(run, new ConcurrentLinkedQueue<>());
         FAILURES.put(run, new AtomicInteger());
         RESUMED.put(run, new AtomicInteger());
-        // ForSt-RS, checkpoints every 100 ms, fixed-delay restarts (CountingJob's settings)
-        Configuration config = CountingJob.config(primary, checkpoints);
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(PARALLELISM);
         env.fromSequence(0, RECORDS - 1)
                 .map(
@@ -284,9 +282,13 @@ class MixedAsyncSyncITCase {
                 .process(new SumPerFineKey())
                 .returns(Types.STRING)
                 .sinkTo(new CollectingSink(run));
+    }
 
-        env.execute("async and sync keyed state in one job, with failures");
-
+    /**
+     * What a finished run must show: every failing attempt failed, every restart of subtask 0
+     * resumed from a checkpoint past the start of its split, and the output is exact.
+     */
+    static void assertExactAfterFailures(String run) {
         // A failing attempt runs at one record per ms until its failure is armed, so its split
         // (50,000 records) outlasts the wait for a checkpoint and every failing attempt fails.
         assertThat(FAILURES.get(run).get()).isEqualTo(FAILING_ATTEMPTS);
@@ -294,5 +296,19 @@ class MixedAsyncSyncITCase {
         // so every restart of subtask 0 resumed past the start of its split.
         assertThat(RESUMED.get(run).get()).isGreaterThanOrEqualTo(FAILING_ATTEMPTS);
         assertThat(RESULTS.get(run)).containsExactlyInAnyOrderElementsOf(expected());
+    }
+
+    @Test
+    void asyncAndSyncOperatorsInOneJobAreExactAfterFailures(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        String run = "mixed-" + UUID.randomUUID();
+        // ForSt-RS, checkpoints every 100 ms, fixed-delay restarts (CountingJob's settings)
+        Configuration config = CountingJob.config(primary, checkpoints);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
+        build(env, run);
+
+        env.execute("async and sync keyed state in one job, with failures");
+
+        assertExactAfterFailures(run);
     }
 }
