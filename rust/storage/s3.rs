@@ -210,4 +210,47 @@ mod tests {
         assert_eq!(credential.key_id, "flink-key");
         assert_eq!(credential.secret_key, "flink-secret");
     }
+
+    /// The environment is per process, so the check runs in a child test process with `AWS_*`
+    /// set (see [`environment_fallback_in_child`]); its output must show that it ran and passed.
+    #[test]
+    fn unset_keys_fall_back_to_the_aws_environment() {
+        let child = "storage::s3::tests::environment_fallback_in_child";
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", child, "--include-ignored", "--test-threads", "1"])
+            .env("AWS_ACCESS_KEY_ID", "env-key")
+            .env("AWS_SECRET_ACCESS_KEY", "env-secret")
+            .env_remove("AWS_SESSION_TOKEN")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    #[test]
+    #[ignore = "run in a child process by unset_keys_fall_back_to_the_aws_environment"]
+    fn environment_fallback_in_child() {
+        let credential_of = |options: S3Options| {
+            let store = options.build("b").unwrap();
+            crate::storage::block_on(store.credentials().get_credential()).unwrap()
+        };
+        let endpoint = Some("http://127.0.0.1:9".to_string());
+        let from_env =
+            credential_of(S3Options { endpoint: endpoint.clone(), ..S3Options::default() });
+        assert_eq!(
+            (from_env.key_id.as_str(), from_env.secret_key.as_str()),
+            ("env-key", "env-secret")
+        );
+        let configured = credential_of(S3Options {
+            endpoint,
+            access_key_id: Some("flink-key".into()),
+            secret_access_key: Some("flink-secret".into()),
+            ..S3Options::default()
+        });
+        assert_eq!(configured.key_id, "flink-key");
+    }
 }
