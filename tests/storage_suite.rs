@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use forst::storage::{
-    FaultStorage, Latency, LatencyStorage, LocalStorage, MULTIPART_PART_SIZE, OpKind, Storage,
-    StorageOptions, StorageRef, WriteMode, block_on, open_storage, read_range_exact,
+    FaultStorage, Latency, LatencyStorage, LocalStorage, MULTIPART_PART_SIZE, OpKind, S3Options,
+    Storage, StorageOptions, StorageRef, WriteMode, block_on, delete_tree, open_storage,
+    read_range_exact,
 };
 use forst::{Error, ErrorKind};
 
@@ -558,10 +559,10 @@ fn s3_large_files_use_multipart_upload() {
     let prefix = url.trim_start_matches(&format!("s3://{bucket}/")).to_string();
     let raw = AmazonS3Builder::new()
         .with_bucket_name(&bucket)
-        .with_endpoint(options.s3_endpoint.clone().unwrap())
-        .with_region(options.s3_region.clone().unwrap())
-        .with_access_key_id(options.s3_access_key_id.clone().unwrap())
-        .with_secret_access_key(options.s3_secret_access_key.clone().unwrap())
+        .with_endpoint(options.s3.endpoint.clone().unwrap())
+        .with_region(options.s3.region.clone().unwrap())
+        .with_access_key_id(options.s3.access_key_id.clone().unwrap())
+        .with_secret_access_key(options.s3.secret_access_key.clone().unwrap())
         .with_allow_http(true)
         .build()
         .unwrap();
@@ -580,12 +581,14 @@ fn s3_large_files_use_multipart_upload() {
 #[test]
 fn s3_unreachable_endpoint_is_a_transient_error_naming_the_url_and_cause() {
     let options = StorageOptions {
-        // Port 9 (discard) is closed on test machines: connection refused at once.
-        s3_endpoint: Some("http://127.0.0.1:9".into()),
-        s3_region: Some("us-east-1".into()),
-        s3_access_key_id: Some("x".into()),
-        s3_secret_access_key: Some("y".into()),
-        s3_allow_http: true,
+        s3: S3Options {
+            // Port 9 (discard) is closed on test machines: connection refused at once.
+            endpoint: Some("http://127.0.0.1:9".into()),
+            region: Some("us-east-1".into()),
+            access_key_id: Some("x".into()),
+            secret_access_key: Some("y".into()),
+            path_style: None,
+        },
         ..StorageOptions::default()
     };
     let storage = open_storage("s3://nobucket/pre", &options).unwrap();
@@ -594,4 +597,74 @@ fn s3_unreachable_endpoint_is_a_transient_error_naming_the_url_and_cause() {
     assert!(message.contains("s3://nobucket/pre/f"), "{message}");
     // The refusal sits deep in the HTTP client's error chain; the message carries it.
     assert!(message.to_lowercase().contains("connect"), "{message}");
+}
+
+/// The options Java passes for Flink's `s3.*` keys: an http endpoint is enough for plain http,
+/// and without a path-style setting the bucket goes in the path.
+fn flink_style_s3_options(path_style: Option<&str>) -> StorageOptions {
+    let (endpoint, _) = support::s3();
+    let mut pairs = vec![
+        ("s3.endpoint", endpoint.as_str()),
+        ("s3.access-key", "testing"),
+        ("s3.secret-key", "testing"),
+        ("s3.region", "us-east-1"),
+    ];
+    pairs.extend(path_style.map(|value| ("s3.path-style", value)));
+    StorageOptions::from_pairs(pairs).unwrap()
+}
+
+/// Every object under `prefix` in the test bucket, listed straight from the server.
+fn objects_under(prefix: &str) -> Vec<String> {
+    use futures::TryStreamExt;
+    use object_store::{ObjectStore, path::Path};
+    let (_, bucket) = support::s3();
+    let raw = support::s3_options().s3.build(&bucket).unwrap();
+    block_on(async {
+        raw.list(Some(&Path::from(prefix)))
+            .map_ok(|meta| meta.location.to_string())
+            .try_collect()
+            .await
+            .unwrap()
+    })
+}
+
+#[test]
+fn s3_flink_keys_reach_a_plain_http_endpoint() {
+    for path_style in [None, Some("true")] {
+        let url = support::fresh_s3_url("flink-keys");
+        let storage = open_storage(&url, &flink_style_s3_options(path_style)).unwrap();
+        block_on(async {
+            storage.put("a/f", Bytes::from_static(b"flink"), WriteMode::CreateNew).await.unwrap();
+            assert_eq!(storage.read("a/f").await.unwrap(), Bytes::from_static(b"flink"));
+        });
+        let (_, bucket) = support::s3();
+        let prefix = url.trim_start_matches(&format!("s3://{bucket}/")).to_string();
+        assert_eq!(objects_under(&prefix), vec![format!("{prefix}/a/f")], "{path_style:?}");
+    }
+}
+
+#[test]
+fn s3_delete_tree_removes_every_object_under_the_prefix_and_nothing_else() {
+    let url = support::fresh_s3_url("delete-tree");
+    let options = flink_style_s3_options(None);
+    let (_, bucket) = support::s3();
+    let prefix = url.trim_start_matches(&format!("s3://{bucket}/")).to_string();
+    let sibling = open_storage(&format!("{url}-sibling"), &options).unwrap();
+    let storage = open_storage(&url, &options).unwrap();
+    block_on(async {
+        for path in ["MANIFEST-1", "1-x.sst", "restore-staging/2-y.sst", "a/b/c"] {
+            storage.put(path, Bytes::from_static(b"x"), WriteMode::Overwrite).await.unwrap();
+        }
+        sibling.put("keep", Bytes::from_static(b"x"), WriteMode::Overwrite).await.unwrap();
+    });
+    assert_eq!(objects_under(&prefix).len(), 4);
+
+    assert_eq!(delete_tree(&url, &options).unwrap(), Some(4));
+    assert!(objects_under(&prefix).is_empty(), "{:?}", objects_under(&prefix));
+    assert_eq!(objects_under(&format!("{prefix}-sibling")).len(), 1);
+    // Deleting again finds nothing; other schemes are left to Flink's file systems.
+    assert_eq!(delete_tree(&url, &options).unwrap(), Some(0));
+    assert_eq!(delete_tree("hdfs://127.0.0.1:9000/db", &options).unwrap(), None);
+    let forced = StorageOptions { force_proxy: true, ..options };
+    assert_eq!(delete_tree(&url, &forced).unwrap(), None);
 }

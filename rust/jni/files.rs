@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use ::jni::JNIEnv;
 use ::jni::objects::{JByteBuffer, JClass, JObjectArray, JString};
-use ::jni::sys::{jint, jlong};
+use ::jni::sys::{jboolean, jint, jlong};
 use bytes::Bytes;
 
 use super::buffers::DirectBuffer;
@@ -16,7 +16,7 @@ use super::guard::{Failure, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
-use crate::storage::{FileWriter, block_on, open_storage};
+use crate::storage::{FileWriter, block_on, delete_tree, open_storage};
 
 /// A file being written; `None` once finished or aborted.
 pub struct FileWriterHandle {
@@ -140,5 +140,23 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
             Ok(()) | Err(crate::Error::NotFound(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    })
+}
+
+/// `static native boolean deleteDirectory(String dirUri, String[] options)`: deletes `dirUri` and
+/// everything under it through the native store when the native side serves its scheme (s3,
+/// memory, file) and returns true; returns false, touching nothing, when Flink's FileSystem
+/// serves it (then the caller deletes through that file system).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDirectory<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    dir_uri: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jboolean {
+    guard(&mut env, |env| {
+        let dir_uri = string(env, &dir_uri, "dirUri")?;
+        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        Ok(delete_tree(&dir_uri, &storage_options)?.is_some() as jboolean)
     })
 }

@@ -12,6 +12,7 @@ mod object_store;
 mod open;
 mod precise_delay;
 mod runtime;
+mod s3;
 mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
@@ -19,8 +20,9 @@ pub use fault::{FaultStorage, OpKind};
 pub use flink_proxy::{CopyMethod, FlinkProxyStorage};
 pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
-pub use open::{LocalBackend, StorageOptions, drop_memory_store, open_storage};
+pub use open::{LocalBackend, StorageOptions, delete_tree, drop_memory_store, open_storage};
 pub use runtime::{block_on, io_runtime};
+pub use s3::{S3Options, bucket_endpoint};
 pub use transfer::{Location, Transfer, copy_between};
 
 use std::ops::Range;
@@ -84,6 +86,17 @@ pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
 
     /// Deletes a file; deleting a missing file succeeds (deletes are retried after crashes).
     async fn delete(&self, path: &str) -> Result<()>;
+
+    /// Deletes every file under the root, so that nothing of it stays on the store; returns how
+    /// many files went. Stores that keep temporary or directory entries `list` does not show
+    /// override it to remove those too.
+    async fn delete_all(&self) -> Result<u64> {
+        let files = self.list("").await?;
+        for file in &files {
+            self.delete(&file.path).await?;
+        }
+        Ok(files.len() as u64)
+    }
 
     /// Renames a file, replacing `to` (not atomic on object stores: copy then delete).
     async fn rename(&self, from: &str, to: &str) -> Result<()>;

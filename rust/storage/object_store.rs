@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
@@ -251,6 +251,18 @@ impl Storage for ObjectStoreStorage {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.map_err(path, "delete", e)),
         }
+    }
+
+    /// Lists the raw prefix (also objects `list` would not name) and deletes in bulk: one
+    /// request per 1000 objects on S3.
+    async fn delete_all(&self) -> Result<u64> {
+        let prefix = (!self.root.is_root()).then_some(&self.root);
+        let locations = self.store.list(prefix).map_ok(|meta| meta.location).boxed();
+        self.store
+            .delete_stream(locations)
+            .try_fold(0u64, |deleted, _| async move { Ok(deleted + 1) })
+            .await
+            .map_err(|e| self.map_err("", "delete everything under", e))
     }
 
     async fn rename(&self, from: &str, to: &str) -> Result<()> {

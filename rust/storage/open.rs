@@ -1,28 +1,21 @@
 //! Turns a URL from the Flink configuration into a [`StorageRef`].
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use object_store::ObjectStore;
-use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use once_cell::sync::Lazy;
 
-use super::{FlinkProxyStorage, LocalStorage, ObjectStoreStorage, StorageRef};
+use super::{FlinkProxyStorage, LocalStorage, ObjectStoreStorage, S3Options, StorageRef, block_on};
 use crate::{Error, Result};
 
-/// Connection settings for stores that need them. Unset S3 fields fall back to the usual `AWS_*`
-/// environment variables.
-#[derive(Clone, PartialEq, Eq)]
+/// Connection settings for stores that need them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageOptions {
-    pub s3_endpoint: Option<String>,
-    pub s3_region: Option<String>,
-    pub s3_access_key_id: Option<String>,
-    pub s3_secret_access_key: Option<String>,
-    /// Needed for plain-http endpoints such as a local MinIO or moto.
-    pub s3_allow_http: bool,
+    /// For `s3://` urls; unset fields fall back to the `AWS_*` environment.
+    pub s3: S3Options,
     /// fsync files and directories on `file://` writes; off only for throwaway benchmarks.
     pub local_fsync: bool,
     /// What serves `file://` urls and plain paths.
@@ -45,11 +38,7 @@ pub enum LocalBackend {
 impl Default for StorageOptions {
     fn default() -> Self {
         Self {
-            s3_endpoint: None,
-            s3_region: None,
-            s3_access_key_id: None,
-            s3_secret_access_key: None,
-            s3_allow_http: false,
+            s3: S3Options::default(),
             local_fsync: true,
             local_backend: LocalBackend::Std,
             force_proxy: false,
@@ -59,19 +48,14 @@ impl Default for StorageOptions {
 
 impl StorageOptions {
     /// Sets one option from a configuration key, so the JNI layer can pass a flat string map.
-    /// Keys: `s3.endpoint`, `s3.region`, `s3.access-key` (or `s3.access-key-id`),
-    /// `s3.secret-key` (or `s3.secret-access-key`), `s3.allow-http`, `local.fsync`,
-    /// `local.backend` (`std` or `object_store`), `fs.force-proxy`.
+    /// Keys: those of [`S3Options::set`], `local.fsync`, `local.backend` (`std` or
+    /// `object_store`), `fs.force-proxy`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let value = value.trim();
+        if self.s3.set(key, value)? {
+            return Ok(());
+        }
         match key {
-            "s3.endpoint" => self.s3_endpoint = Some(value.to_string()),
-            "s3.region" => self.s3_region = Some(value.to_string()),
-            "s3.access-key" | "s3.access-key-id" => self.s3_access_key_id = Some(value.to_string()),
-            "s3.secret-key" | "s3.secret-access-key" => {
-                self.s3_secret_access_key = Some(value.to_string())
-            }
-            "s3.allow-http" => self.s3_allow_http = parse_bool(key, value)?,
             "local.fsync" => self.local_fsync = parse_bool(key, value)?,
             "fs.force-proxy" => self.force_proxy = parse_bool(key, value)?,
             "local.backend" => {
@@ -99,30 +83,11 @@ impl StorageOptions {
     }
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool> {
+pub(super) fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
         _ => Err(Error::invalid(format!("option {key} wants true or false, got {value:?}"))),
-    }
-}
-
-// Hand-written so the secret never lands in a log line.
-impl fmt::Debug for StorageOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StorageOptions")
-            .field("s3_endpoint", &self.s3_endpoint)
-            .field("s3_region", &self.s3_region)
-            .field("s3_access_key_id", &self.s3_access_key_id)
-            .field(
-                "s3_secret_access_key",
-                &self.s3_secret_access_key.as_ref().map(|_| "<redacted>"),
-            )
-            .field("s3_allow_http", &self.s3_allow_http)
-            .field("local_fsync", &self.local_fsync)
-            .field("local_backend", &self.local_backend)
-            .field("force_proxy", &self.force_proxy)
-            .finish()
     }
 }
 
@@ -131,9 +96,32 @@ impl fmt::Debug for StorageOptions {
 /// anything Flink has a file system for) goes through Flink's FileSystem over JNI
 /// ([`FlinkProxyStorage`]), and so does every url when `force_proxy` is set.
 pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
+    match route(url, options)? {
+        Route::Native(url) => open_native(&url, options),
+        Route::Proxy(uri) => Ok(Arc::new(FlinkProxyStorage::open(&uri)?)),
+    }
+}
+
+/// Deletes the directory `url` with everything under it through the native store, if
+/// [`open_storage`] serves `url` natively; `None` if Flink's FileSystem serves it, which then
+/// deletes it better itself (recursively, directories included). Returns the files deleted.
+pub fn delete_tree(url: &str, options: &StorageOptions) -> Result<Option<u64>> {
+    match route(url, options)? {
+        Route::Native(url) => Ok(Some(block_on(open_native(&url, options)?.delete_all())?)),
+        Route::Proxy(_) => Ok(None),
+    }
+}
+
+/// Who serves a url, with the url in the form that one takes.
+enum Route {
+    Native(String),
+    Proxy(String),
+}
+
+fn route(url: &str, options: &StorageOptions) -> Result<Route> {
     // Flink's Path prints local files as file:/abs (no authority).
     let flink_local = url.strip_prefix("file:/").filter(|p| !p.starts_with('/'));
-    let url = &flink_local.map_or_else(|| url.to_string(), |path| format!("file:///{path}"));
+    let url = flink_local.map_or_else(|| url.to_string(), |path| format!("file:///{path}"));
     let bad = |why: &str| Error::invalid(format!("storage url {url:?}: {why}"));
     let scheme = if url.starts_with('/') {
         None
@@ -149,10 +137,10 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
         Some(scheme.to_ascii_lowercase())
     };
     if options.force_proxy || !scheme.as_deref().is_none_or(is_native_scheme) {
-        let uri = if scheme.is_none() { format!("file://{url}") } else { url.to_string() };
-        return Ok(Arc::new(FlinkProxyStorage::open(&uri)?));
+        let uri = if scheme.is_none() { format!("file://{url}") } else { url };
+        return Ok(Route::Proxy(uri));
     }
-    open_native(url, options)
+    Ok(Route::Native(url))
 }
 
 /// Schemes that `open_native` serves without the JVM.
@@ -193,11 +181,10 @@ fn open_native(url: &str, options: &StorageOptions) -> Result<StorageRef> {
             if bucket.is_empty() {
                 return Err(bad("s3 urls need a bucket (s3://bucket/prefix)"));
             }
-            let store = open_s3(bucket, options).map_err(|e| bad(&e))?;
+            let store = Arc::new(options.s3.build(bucket)?);
             let storage =
                 ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
-            let endpoint = options.s3_endpoint.as_deref().unwrap_or("aws");
-            Ok(Arc::new(storage.with_store_id(format!("s3://{bucket}@{endpoint}"))))
+            Ok(Arc::new(storage.with_store_id(options.s3.store_id(bucket))))
         }
         _ => Err(bad(&format!("unknown scheme {scheme:?}"))),
     }
@@ -230,33 +217,6 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
 /// Forgets a `memory://name` store so its memory is freed once no storage uses it.
 pub fn drop_memory_store(name: &str) {
     MEMORY_STORES.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
-}
-
-fn open_s3(
-    bucket: &str,
-    options: &StorageOptions,
-) -> std::result::Result<Arc<dyn ObjectStore>, String> {
-    let mut builder = AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        // Bucket in the path, not the host name: what MinIO, moto and most on-prem S3s expect.
-        .with_virtual_hosted_style_request(false)
-        .with_allow_http(options.s3_allow_http)
-        // Put-if-absent (If-None-Match: *) backs WriteMode::CreateNew.
-        .with_conditional_put(S3ConditionalPut::ETagMatch);
-    if let Some(endpoint) = &options.s3_endpoint {
-        builder = builder.with_endpoint(endpoint);
-    }
-    if let Some(region) = &options.s3_region {
-        builder = builder.with_region(region);
-    }
-    if let Some(key) = &options.s3_access_key_id {
-        builder = builder.with_access_key_id(key);
-    }
-    if let Some(secret) = &options.s3_secret_access_key {
-        builder = builder.with_secret_access_key(secret);
-    }
-    let store = builder.build().map_err(|e| e.to_string())?;
-    Ok(Arc::new(store))
 }
 
 /// Decodes %XX escapes in a file url path; None on a malformed escape or non-UTF-8 result.
@@ -338,10 +298,12 @@ mod tests {
         let options = StorageOptions::from_pairs([
             ("s3.endpoint", "http://127.0.0.1:9000"),
             ("s3.secret-key", "hunter2"),
-            ("s3.allow-http", "true"),
+            ("s3.path-style", "true"),
+            ("local.fsync", "false"),
         ])
         .unwrap();
-        assert!(options.s3_allow_http);
+        assert_eq!(options.s3.path_style, Some(true));
+        assert!(!options.local_fsync);
         assert!(!format!("{options:?}").contains("hunter2"));
         assert!(StorageOptions::from_pairs([("s3.nope", "1")]).is_err());
     }

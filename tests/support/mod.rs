@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use forst::storage::{StorageOptions, StorageRef, open_storage};
+use forst::storage::{S3Options, StorageOptions, StorageRef, open_storage};
 
 pub struct S3Server {
     pub endpoint: String,
@@ -34,11 +34,13 @@ pub fn s3_options() -> StorageOptions {
     let (endpoint, _) = s3();
     let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     StorageOptions {
-        s3_endpoint: Some(endpoint),
-        s3_region: Some(env("FORST_S3_REGION", "us-east-1")),
-        s3_access_key_id: Some(env("FORST_S3_ACCESS_KEY_ID", "testing")),
-        s3_secret_access_key: Some(env("FORST_S3_SECRET_ACCESS_KEY", "testing")),
-        s3_allow_http: true,
+        s3: S3Options {
+            endpoint: Some(endpoint),
+            region: Some(env("FORST_S3_REGION", "us-east-1")),
+            access_key_id: Some(env("FORST_S3_ACCESS_KEY_ID", "testing")),
+            secret_access_key: Some(env("FORST_S3_SECRET_ACCESS_KEY", "testing")),
+            path_style: None,
+        },
         ..StorageOptions::default()
     }
 }

@@ -369,6 +369,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         if (config.isForceProxy()) {
             options.addAll(List.of("fs.force-proxy", "true"));
         }
+        options.addAll(config.getS3().nativeOptions());
         return options.toArray(new String[0]);
     }
 

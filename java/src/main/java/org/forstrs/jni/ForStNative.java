@@ -266,6 +266,16 @@ public final class ForStNative {
     /** Deletes the file {@code name} under {@code dirUri}; a missing file is no error. */
     public static native void fileDelete(String dirUri, String[] options, String name);
 
+    /**
+     * Deletes the directory {@code dirUri} with everything under it through the native store, if
+     * the native side serves its scheme ({@code s3}, {@code memory}, {@code file}, unless {@code
+     * fs.force-proxy}): one listing and bulk deletes on S3.
+     *
+     * @param options as for {@link #open} (only the storage keys matter)
+     * @return false if Flink's FileSystem serves the scheme; nothing was deleted then
+     */
+    public static native boolean deleteDirectory(String dirUri, String[] options);
+
     /** Compacts every file into the last level and waits until it is done. */
     public static native void compact(long db);
 

@@ -185,14 +185,12 @@ class MixedAsyncSyncITCase {
         return lines;
     }
 
-    @Test
-    void asyncAndSyncOperatorsInOneJobAreExactAfterFailures(
-            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
-        String run = "mixed-" + UUID.randomUUID();
+    /**
+     * Adds the pipeline to {@code env} (parallelism {@link #PARALLELISM}): subtask 0 of the map
+     * fails in each of its first {@link #FAILING_ATTEMPTS} attempts after a checkpoint.
+     */
+    static void build(StreamExecutionEnvironment env, String run) {
         RESULTS.put(run, new ConcurrentLinkedQueue<>());
-        // ForSt-RS, checkpoints every 100 ms, fixed-delay restarts (CountingJob's settings)
-        Configuration config = CountingJob.config(primary, checkpoints);
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(PARALLELISM);
         PacedSequence.of(env, run, RECORDS, RECORDS_PER_CHECKPOINT)
                 .map(
@@ -207,14 +205,32 @@ class MixedAsyncSyncITCase {
                 .process(new SumPerFineKey())
                 .returns(Types.STRING)
                 .sinkTo(new CollectingSink(run));
+    }
 
-        env.execute("async and sync keyed state in one job, with failures");
-
+    /**
+     * What a finished run must show: every failing attempt failed, every restart of subtask 0
+     * resumed from a checkpoint past the start of its split, and the output is exact.
+     */
+    static void assertExactAfterFailures(String run) {
         // The input is paced by checkpoints, so it outlasts every failing attempt: all fail.
         assertThat(FailAfterCheckpoint.failures(run)).isEqualTo(FAILING_ATTEMPTS);
         // Every failure followed a completed checkpoint that included records of the attempt,
         // so every restart of subtask 0 resumed past the start of its split.
         assertThat(FailAfterCheckpoint.resumedAttempts(run)).isGreaterThanOrEqualTo(FAILING_ATTEMPTS);
         assertThat(RESULTS.get(run)).containsExactlyInAnyOrderElementsOf(expected());
+    }
+
+    @Test
+    void asyncAndSyncOperatorsInOneJobAreExactAfterFailures(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        String run = "mixed-" + UUID.randomUUID();
+        // ForSt-RS, checkpoints every 100 ms, fixed-delay restarts (CountingJob's settings)
+        Configuration config = CountingJob.config(primary, checkpoints);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
+        build(env, run);
+
+        env.execute("async and sync keyed state in one job, with failures");
+
+        assertExactAfterFailures(run);
     }
 }

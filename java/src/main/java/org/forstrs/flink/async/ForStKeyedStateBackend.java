@@ -478,7 +478,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 LOG.warn("Closing the ForSt-RS database at {} failed", dbUri, t);
             }
             try {
-                DbDirectory.remove(dbUri);
+                DbDirectory.remove(dbUri, db.options());
             } catch (Throwable t) {
                 LOG.warn("Could not delete the ForSt-RS database at {}", dbUri, t);
             }

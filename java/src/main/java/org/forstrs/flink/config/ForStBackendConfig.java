@@ -60,6 +60,7 @@ public final class ForStBackendConfig implements Serializable {
     private final int batchThreads;
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
+    private final S3Settings s3;
 
     /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
     private final boolean primaryOnCheckpointDir;
@@ -82,6 +83,7 @@ public final class ForStBackendConfig implements Serializable {
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
+            S3Settings s3,
             Map<String, String> engineOptions,
             List<String> metricKeys) {
         this.primaryDir = primaryDir;
@@ -95,6 +97,7 @@ public final class ForStBackendConfig implements Serializable {
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
+        this.s3 = s3;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
         this.metricKeys = List.copyOf(metricKeys);
     }
@@ -155,6 +158,7 @@ public final class ForStBackendConfig implements Serializable {
 
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
         boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
+        S3Settings s3 = S3Settings.fromConfig(config);
         Map<String, String> engine = EngineOptionMapping.engineOptions(config);
         NoEffectOptions.logSetKeys(config);
 
@@ -170,6 +174,7 @@ public final class ForStBackendConfig implements Serializable {
                 threads,
                 forceProxy,
                 syncEnforceLocal,
+                s3,
                 engine,
                 ForStMetricOptions.switchedOn(config));
     }
@@ -254,7 +259,8 @@ public final class ForStBackendConfig implements Serializable {
 
     private static void rejectUnknownKeys(ReadableConfig config) {
         TreeSet<String> known = new TreeSet<>();
-        for (ConfigOption<?> option : ALL_OPTIONS) {
+        for (ConfigOption<?> option :
+                Stream.concat(ALL_OPTIONS.stream(), S3Settings.ALL.stream()).toList()) {
             known.add(option.key());
             for (FallbackKey fallback : option.fallbackKeys()) {
                 known.add(fallback.getKey());
@@ -466,6 +472,11 @@ public final class ForStBackendConfig implements Serializable {
         return forceProxy;
     }
 
+    /** How the native store reaches S3 for s3:// directories. */
+    public S3Settings getS3() {
+        return s3;
+    }
+
     /** Whether synchronous keyed state stays under the local directory (not the primary one). */
     public boolean isSyncEnforceLocal() {
         return syncEnforceLocal;
@@ -500,6 +511,8 @@ public final class ForStBackendConfig implements Serializable {
                 + forceProxy
                 + ", syncEnforceLocal="
                 + syncEnforceLocal
+                + ", s3="
+                + s3
                 + ", engineOptions="
                 + engineOptions
                 + ", metrics="

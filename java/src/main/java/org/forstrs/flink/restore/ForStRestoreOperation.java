@@ -90,7 +90,7 @@ public final class ForStRestoreOperation<K> {
     public static <K> Restored<K> openDatabase(
             KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
             throws Exception {
-        DbDirectory.prepare(dbUri);
+        DbDirectory.prepare(dbUri, nativeOptions);
         if (parameters.getStateHandles().isEmpty()) {
             return new Restored<>(
                     NativeDb.open(dbUri, nativeOptions), parameters.getKeySerializer(), Map.of());
@@ -110,7 +110,7 @@ public final class ForStRestoreOperation<K> {
         } catch (Throwable t) {
             // No backend owns the half-built directory; the next attempt uses another one.
             try {
-                DbDirectory.remove(dbUri);
+                DbDirectory.remove(dbUri, nativeOptions);
             } catch (Throwable cleanup) {
                 t.addSuppressed(cleanup);
             }

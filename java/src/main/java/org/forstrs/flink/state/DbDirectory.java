@@ -4,6 +4,8 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.util.FileUtils;
 
+import org.forstrs.jni.ForStNative;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,8 +43,8 @@ public final class DbDirectory {
      * Removes a leftover of an earlier run at {@code uri} (not its parents: other subtasks use
      * them) and, on a local file system, creates the directory.
      */
-    public static void prepare(String uri) throws IOException {
-        delete(uri);
+    public static void prepare(String uri, String[] nativeOptions) throws IOException {
+        delete(uri, nativeOptions);
         File local = localDirectory(uri);
         if (local != null) {
             createRacingCleanup(local.toPath());
@@ -50,8 +52,8 @@ public final class DbDirectory {
     }
 
     /** Deletes the DB directory, then its parents up to the job directory if they are left empty. */
-    public static void remove(String uri) throws IOException {
-        delete(uri);
+    public static void remove(String uri, String[] nativeOptions) throws IOException {
+        delete(uri, nativeOptions);
         File local = localDirectory(uri);
         File parent = local == null ? null : local.getParentFile();
         for (int i = 0; i < 2 && parent != null; i++) {
@@ -81,15 +83,22 @@ public final class DbDirectory {
         }
     }
 
-    /** Deletes the DB directory itself. */
-    private static void delete(String uri) throws IOException {
+    /**
+     * Deletes the DB directory itself. Where the engine serves the scheme itself (s3), through
+     * the engine's store: it wrote the files with exactly these settings (endpoint, credentials),
+     * which Flink may not have a file system for (no flink-s3-fs-* plugin) or may reach with other
+     * ones, and it deletes in bulk. Other schemes through Flink's file system, as the engine
+     * reaches them.
+     */
+    private static void delete(String uri, String[] nativeOptions) throws IOException {
         File local = localDirectory(uri);
         if (local != null) {
             FileUtils.deleteDirectory(local);
             return;
         }
-        // Other schemes through Flink's file systems, if Flink has one for the scheme (the native
-        // side may reach storage Flink has no plugin for, e.g. s3:// without flink-s3-fs-*).
+        if (ForStNative.deleteDirectory(uri, nativeOptions)) {
+            return;
+        }
         Path path = new Path(uri);
         FileSystem fs;
         try {

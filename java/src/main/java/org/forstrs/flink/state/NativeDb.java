@@ -15,23 +15,26 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 public final class NativeDb implements Closeable {
 
     private final String uri;
+    private final String[] options;
     private final long handle;
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     private boolean closed;
 
-    private NativeDb(String uri, long handle) {
+    private NativeDb(String uri, String[] options, long handle) {
         this.uri = uri;
+        this.options = options == null ? new String[0] : options.clone();
         this.handle = handle;
     }
 
     public static NativeDb open(String uri, String[] options) {
-        return new NativeDb(uri, ForStNative.open(uri, options));
+        return new NativeDb(uri, options, ForStNative.open(uri, options));
     }
 
     /** Builds a database at {@code uri} from checkpoints; see {@link ForStNative#openRestored}. */
     public static NativeDb openRestored(String uri, String[] options, RestoreSources sources) {
         return new NativeDb(
                 uri,
+                options,
                 ForStNative.openRestored(
                         uri,
                         options,
@@ -46,6 +49,11 @@ public final class NativeDb implements Closeable {
 
     public String uri() {
         return uri;
+    }
+
+    /** The options the database was opened with (also valid after close: cleanup needs them). */
+    public String[] options() {
+        return options.clone();
     }
 
     public int createColumnFamily(String name) {

@@ -221,7 +221,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     restored.stateMetaInfoSnapshots());
         } catch (Throwable t) {
             restored.db().close();
-            DbDirectory.remove(dbUri);
+            DbDirectory.remove(dbUri, nativeOptions);
             throw t;
         }
     }
@@ -703,7 +703,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             LOG.warn("Closing the ForSt-RS database at {} failed", dbUri, t);
         }
         try {
-            DbDirectory.remove(dbUri);
+            DbDirectory.remove(dbUri, db.options());
         } catch (Throwable t) {
             LOG.warn("Could not delete the ForSt-RS database at {}", dbUri, t);
         }

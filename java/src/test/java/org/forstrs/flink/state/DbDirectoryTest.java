@@ -1,8 +1,10 @@
 package org.forstrs.flink.state;
 
+import org.forstrs.jni.ForStNative;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,6 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** Subtasks' DB directories under one job directory, opened and disposed concurrently. */
 class DbDirectoryTest {
 
+    private static final String[] NO_OPTIONS = new String[0];
+
     @TempDir Path dir;
 
     @Test
@@ -25,11 +29,32 @@ class DbDirectoryTest {
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "x");
         Files.writeString(dir.resolve("other"), "kept");
-        DbDirectory.remove(db.toUri().toString());
+        DbDirectory.remove(db.toUri().toString(), NO_OPTIONS);
         assertThat(dir.resolve("job")).doesNotExist();
         assertThat(dir.resolve("other")).exists();
-        // schemes without a Flink file system (the native side may still reach them) are skipped
-        DbDirectory.remove("memory://forst-rs-test/x");
+        // schemes without a Flink file system that the engine does not serve either are skipped
+        DbDirectory.remove("nofs://forst-rs-test/x", NO_OPTIONS);
+    }
+
+    /** Object-store directories (s3, memory) go through the engine's store: nothing stays. */
+    @Test
+    void removeDeletesADatabaseTheEngineServes() throws Exception {
+        String uri = "memory://db-directory-test/job/op_x/subtask_0_attempt_0";
+        ByteBuffer key = ByteBuffer.allocateDirect(1).put(0, (byte) 7);
+        ByteBuffer out = ByteBuffer.allocateDirect(8);
+        try (NativeDb db = NativeDb.open(uri, NO_OPTIONS)) {
+            db.put(db.createColumnFamily("s"), key, 1, key, 1);
+            db.compact();
+        }
+        try (NativeDb reopened = NativeDb.open(uri, NO_OPTIONS)) {
+            assertThat(reopened.get(reopened.createColumnFamily("s"), key, 1, out, 8)).isEqualTo(1);
+        }
+        DbDirectory.remove(uri, NO_OPTIONS);
+        try (NativeDb fresh = NativeDb.open(uri, NO_OPTIONS)) {
+            assertThat(fresh.get(fresh.createColumnFamily("s"), key, 1, out, 8))
+                    .isEqualTo(ForStNative.NOT_FOUND);
+        }
+        DbDirectory.remove(uri, NO_OPTIONS);
     }
 
     @Test
@@ -38,7 +63,7 @@ class DbDirectoryTest {
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "left over");
         Files.createDirectories(dir.resolve("job/op_x/subtask_1_attempt_0"));
-        DbDirectory.prepare(db.toUri().toString());
+        DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS);
         assertThat(db).isEmptyDirectory();
         assertThat(dir.resolve("job/op_x/subtask_1_attempt_0")).exists();
     }
@@ -93,9 +118,9 @@ class DbDirectoryTest {
                             .toUri()
                             .toString();
             together.arriveAndAwaitAdvance();
-            DbDirectory.prepare(uri);
+            DbDirectory.prepare(uri, NO_OPTIONS);
             assertThat(DbDirectory.localDirectory(uri)).isDirectory();
-            DbDirectory.remove(uri);
+            DbDirectory.remove(uri, NO_OPTIONS);
         }
     }
 }
