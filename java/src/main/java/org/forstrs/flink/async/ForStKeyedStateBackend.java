@@ -39,6 +39,7 @@ import org.apache.flink.util.IOUtils;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.ForStStateBackend;
+import org.forstrs.flink.restore.CanonicalRestoreOperation;
 import org.forstrs.flink.restore.ForStRestoreOperation;
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
@@ -167,6 +168,13 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String[] nativeOptions,
             int executorThreads)
             throws Exception {
+        if (CanonicalRestoreOperation.isCanonical(parameters.getStateHandles())) {
+            // Flink 2.3 writes no canonical savepoints of async state either.
+            throw new IllegalStateException(
+                    "The ForSt-RS async (State V2) backend does not restore canonical savepoints"
+                            + " yet; restore them into an operator with synchronous state, or"
+                            + " take a native savepoint");
+        }
         ForStRestoreOperation.Restored<K> restored =
                 ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
         try {
