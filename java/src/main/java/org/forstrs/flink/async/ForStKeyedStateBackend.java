@@ -28,6 +28,7 @@ import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.runtime.state.v2.RegisteredKeyAndUserKeyValueStateBackendMetaInfo;
@@ -39,7 +40,6 @@ import org.apache.flink.util.IOUtils;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.ForStStateBackend;
-import org.forstrs.flink.restore.CanonicalRestoreOperation;
 import org.forstrs.flink.restore.ForStRestoreOperation;
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
@@ -116,7 +116,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             KeyGroupRange keyGroupRange,
             TtlTimeProvider ttlTimeProvider,
             int executorThreads,
-            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos) {
+            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos,
+            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
         this.db = db;
         this.dbUri = dbUri;
         this.executionConfig = executionConfig;
@@ -129,7 +130,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         this.executorThreads = executorThreads;
         this.priorityQueues =
                 new HeapPriorityQueuesManager(
-                        new HashMap<>(),
+                        // timers of a canonical savepoint; native ones come via the timer service
+                        new HashMap<>(restoredTimerQueues),
                         new HeapPriorityQueueSetFactory(
                                 keyGroupRange, numberOfKeyGroups, PQ_INITIAL_CAPACITY),
                         keyGroupRange,
@@ -168,13 +170,6 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String[] nativeOptions,
             int executorThreads)
             throws Exception {
-        if (CanonicalRestoreOperation.isCanonical(parameters.getStateHandles())) {
-            // Flink 2.3 writes no canonical savepoints of async state either.
-            throw new IllegalStateException(
-                    "The ForSt-RS async (State V2) backend does not restore canonical savepoints"
-                            + " yet; restore them into an operator with synchronous state, or"
-                            + " take a native savepoint");
-        }
         ForStRestoreOperation.Restored<K> restored =
                 ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
         try {
@@ -187,7 +182,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                     parameters.getKeyGroupRange(),
                     parameters.getTtlTimeProvider(),
                     executorThreads,
-                    restored.stateMetaInfos());
+                    restored.stateMetaInfos(),
+                    restored.timerQueues());
         } catch (Throwable t) {
             restored.db().close();
             throw t;
