@@ -39,6 +39,7 @@ import org.apache.flink.runtime.state.hashmap.HashMapStateBackend;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.runtime.testutils.statemigration.TestType;
 import org.apache.flink.streaming.api.operators.StreamOperatorStateHandler;
 import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.TimerSerializer;
@@ -140,6 +141,49 @@ class CanonicalSavepointRoundTripTest {
                 open(ours(), UPPER, List.of(part(fromHeap, UPPER)));
         assertHolds(lower, LOWER);
         assertHolds(upper, UPPER);
+    }
+
+    /**
+     * State restored from a canonical savepoint migrates like natively restored state: a value
+     * and a list state written with one serializer are read with one that needs migration.
+     */
+    @Test
+    void stateMigratesAfterACanonicalRestore() throws Exception {
+        CheckpointableKeyedStateBackend<Integer> heap =
+                open(new HashMapStateBackend(), ALL, List.of());
+        for (int key = 0; key < KEYS; key++) {
+            heap.setCurrentKey(key);
+            state(heap, new ValueStateDescriptor<>("typed", new TestType.V1TestTypeSerializer()))
+                    .update(new TestType("v" + key, key));
+            ListState<TestType> list =
+                    state(
+                            heap,
+                            new ListStateDescriptor<>(
+                                    "typed-list", new TestType.V1TestTypeSerializer()));
+            list.add(new TestType("a" + key, key));
+            list.add(new TestType("b" + key, -key));
+        }
+        KeyedStateHandle fromHeap = canonicalSavepoint(heap);
+
+        CheckpointableKeyedStateBackend<Integer> restored = open(ours(), ALL, List.of(fromHeap));
+        for (int key = 0; key < KEYS; key++) {
+            restored.setCurrentKey(key);
+            assertThat(
+                            state(
+                                            restored,
+                                            new ValueStateDescriptor<>(
+                                                    "typed", new TestType.V2TestTypeSerializer()))
+                                    .value())
+                    .isEqualTo(new TestType("v" + key, key));
+            assertThat(
+                            state(
+                                            restored,
+                                            new ListStateDescriptor<>(
+                                                    "typed-list",
+                                                    new TestType.V2TestTypeSerializer()))
+                                    .get())
+                    .containsExactly(new TestType("a" + key, key), new TestType("b" + key, -key));
+        }
     }
 
     private ForStStateBackend ours() {
