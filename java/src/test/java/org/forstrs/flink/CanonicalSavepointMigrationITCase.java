@@ -30,6 +30,7 @@ import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -134,9 +135,7 @@ class CanonicalSavepointMigrationITCase {
             managed.addAll(subtask.getManagedKeyedState());
             raw.addAll(subtask.getRawKeyedState());
         }
-        assertThat(managed)
-                .isNotEmpty()
-                .allMatch(h -> h.getClass().getSimpleName().equals("KeyGroupsSavepointStateHandle"));
+        assertThat(managed).isNotEmpty().allMatch(KeyGroupsSavepointStateHandle.class::isInstance);
         assertThat(raw).isEmpty();
     }
 
@@ -211,12 +210,11 @@ class CanonicalSavepointMigrationITCase {
         for (long v = 0; v < RECORDS; v++) {
             int k = (int) (v % KEYS);
             long tumbling = v - v % WINDOW;
-            windows.computeIfAbsent("aggregate " + k + " " + tumbling, w -> new long[1])[0] += v;
-            windows.computeIfAbsent("reduce " + k + " " + tumbling, w -> new long[1])[0] += v;
-            windows.computeIfAbsent("reduce " + k + " " + (tumbling - WINDOW), w -> new long[1])[
-                            0] +=
-                    v;
-            long[] list = windows.computeIfAbsent("list " + k + " " + tumbling, w -> new long[2]);
+            window(windows, "aggregate", k, tumbling, 1)[0] += v;
+            // a sliding window of two slides: the one starting here and the one before
+            window(windows, "reduce", k, tumbling, 1)[0] += v;
+            window(windows, "reduce", k, tumbling - WINDOW, 1)[0] += v;
+            long[] list = window(windows, "list", k, tumbling, 2);
             list[0]++;
             list[1] += v;
             out.add("timer " + k + " " + (v + TIMER_DELAY) + " " + v);
@@ -241,6 +239,11 @@ class CanonicalSavepointMigrationITCase {
         return out;
     }
 
+    private static long[] window(
+            Map<String, long[]> windows, String kind, int key, long start, int values) {
+        return windows.computeIfAbsent(kind + " " + key + " " + start, w -> new long[values]);
+    }
+
     private static String finalLine(
             long key, long count, long sum, long max, List<Long> listed, long pending) {
         return "final " + key + " " + count + " " + sum + " " + max + " " + listed + " " + pending;
@@ -250,7 +253,9 @@ class CanonicalSavepointMigrationITCase {
     private static void awaitProgress(String run, long records, JobClient job) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
         while (PROGRESS.get(run).get() < records) {
-            assertThat(System.nanoTime()).as("progress to %s records", records).isLessThan(deadline);
+            assertThat(System.nanoTime())
+                    .as("progress to %s records", records)
+                    .isLessThan(deadline);
             assertThat(job.getJobStatus().get().isGloballyTerminalState()).isFalse();
             Thread.sleep(20);
         }
@@ -390,7 +395,8 @@ class CanonicalSavepointMigrationITCase {
                 count++;
                 sum += value;
             }
-            out.collect("list " + key + " " + context.window().getStart() + " " + count + " " + sum);
+            long start = context.window().getStart();
+            out.collect("list " + key + " " + start + " " + count + " " + sum);
         }
     }
 
@@ -419,7 +425,9 @@ class CanonicalSavepointMigrationITCase {
                     getRuntimeContext()
                             .getAggregatingState(
                                     new AggregatingStateDescriptor<>("max", new Max(), Types.LONG));
-            listed = getRuntimeContext().getListState(new ListStateDescriptor<>("listed", Types.LONG));
+            listed =
+                    getRuntimeContext()
+                            .getListState(new ListStateDescriptor<>("listed", Types.LONG));
             pending =
                     getRuntimeContext()
                             .getMapState(

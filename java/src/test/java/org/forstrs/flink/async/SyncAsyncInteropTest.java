@@ -374,7 +374,8 @@ class SyncAsyncInteropTest {
             KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<String, VoidNamespace>> timers =
                     sync.create("timers", timerSerializer);
             for (int k = 0; k < KEYS.size(); k++) {
-                timers.add(new TimerHeapInternalTimer<>(10L + k, KEYS.get(k), VoidNamespace.INSTANCE));
+                timers.add(
+                        new TimerHeapInternalTimer<>(10L + k, KEYS.get(k), VoidNamespace.INSTANCE));
             }
             canonical =
                     run(
