@@ -109,14 +109,7 @@ public final class ForStRestoreOperation<K> {
             restored =
                     CanonicalRestoreOperation.isCanonical(parameters.getStateHandles())
                             ? restoreCanonical(parameters, dbUri, nativeOptions)
-                            : new ForStRestoreOperation<>(
-                                    parameters.getStateHandles(),
-                                    parameters.getKeySerializer(),
-                                    parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
-                                    parameters.getKeyGroupRange(),
-                                    parameters.getNumberOfKeyGroups(),
-                                            parameters.getCancelStreamRegistry())
-                                    .restore(dbUri, nativeOptions);
+                            : restoreNative(parameters, dbUri, nativeOptions);
         } catch (Throwable t) {
             // No backend owns the half-built directory; the next attempt uses another one.
             try {
@@ -133,6 +126,19 @@ public final class ForStRestoreOperation<K> {
                 parameters.getStateHandles().size(),
                 (System.nanoTime() - start) / 1_000_000);
         return restored;
+    }
+
+    private static <K> Restored<K> restoreNative(
+            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            throws Exception {
+        return new ForStRestoreOperation<>(
+                        parameters.getStateHandles(),
+                        parameters.getKeySerializer(),
+                        parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                        parameters.getKeyGroupRange(),
+                        parameters.getNumberOfKeyGroups(),
+                        parameters.getCancelStreamRegistry())
+                .restore(dbUri, nativeOptions);
     }
 
     private static <K> Restored<K> restoreCanonical(
