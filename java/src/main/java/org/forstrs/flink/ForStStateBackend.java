@@ -123,12 +123,14 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
     }
 
     /**
-     * Native savepoints are full copies of the DB files (no sharing); canonical savepoints would
-     * need a full key/value iteration and are not supported yet.
+     * Native savepoints are full copies of the DB files (no sharing); canonical ones are Flink's
+     * unified key-group format, written from a full scan of the synchronous backend (Flink 2.3
+     * itself refuses canonical savepoints of operators with async state).
      */
     @Override
     public boolean supportsSavepointFormat(SavepointFormatType formatType) {
-        return formatType == SavepointFormatType.NATIVE;
+        return formatType == SavepointFormatType.NATIVE
+                || formatType == SavepointFormatType.CANONICAL;
     }
 
     /**

@@ -28,6 +28,7 @@ import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.runtime.state.v2.RegisteredKeyAndUserKeyValueStateBackendMetaInfo;
@@ -115,7 +116,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             KeyGroupRange keyGroupRange,
             TtlTimeProvider ttlTimeProvider,
             int executorThreads,
-            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos) {
+            Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos,
+            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
         this.db = db;
         this.dbUri = dbUri;
         this.executionConfig = executionConfig;
@@ -128,7 +130,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         this.executorThreads = executorThreads;
         this.priorityQueues =
                 new HeapPriorityQueuesManager(
-                        new HashMap<>(),
+                        // timers of a canonical savepoint; native ones come via the timer service
+                        new HashMap<>(restoredTimerQueues),
                         new HeapPriorityQueueSetFactory(
                                 keyGroupRange, numberOfKeyGroups, PQ_INITIAL_CAPACITY),
                         keyGroupRange,
@@ -179,7 +182,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                     parameters.getKeyGroupRange(),
                     parameters.getTtlTimeProvider(),
                     executorThreads,
-                    restored.stateMetaInfos());
+                    restored.stateMetaInfos(),
+                    restored.timerQueues());
         } catch (Throwable t) {
             restored.db().close();
             throw t;

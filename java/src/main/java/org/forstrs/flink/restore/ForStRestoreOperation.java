@@ -16,6 +16,7 @@ import org.apache.flink.runtime.state.StateBackend.KeyedStateBackendParameters;
 import org.apache.flink.runtime.state.StateSerializerProvider;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.v2.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.util.StateMigrationException;
@@ -43,7 +44,8 @@ import java.util.Map;
  * serializer can read the old keys, and builds the new DB from the checkpoint files where they
  * lie, clipped to the new key-group range (no download, no rewrite). SSTs a checkpoint storage
  * kept as bytes rather than files (the JobManager's) are first written next to the new DB ({@link
- * RestoreStaging}), and from there take the same way.
+ * RestoreStaging}), and from there take the same way. Canonical savepoints go through {@link
+ * CanonicalRestoreOperation}.
  */
 public final class ForStRestoreOperation<K> {
 
@@ -57,13 +59,16 @@ public final class ForStRestoreOperation<K> {
     private final CloseableRegistry cancelStreamRegistry;
 
     /**
-     * The outcome: the opened DB and the meta info snapshot of every restored state, by state
-     * name, as the checkpoint holds it (V1 or V2 keyed state: each backend converts).
+     * The outcome: the opened DB, the meta info snapshot of every restored state, by state name,
+     * as the checkpoint holds it (V1 or V2 keyed state: each backend converts), and the timer
+     * queues a canonical savepoint brought back onto the heap (none from native checkpoints,
+     * whose timers come back through the timer service).
      */
     public record Restored<K>(
             NativeDb db,
             TypeSerializer<K> keySerializer,
-            Map<String, StateMetaInfoSnapshot> stateMetaInfoSnapshots) {
+            Map<String, StateMetaInfoSnapshot> stateMetaInfoSnapshots,
+            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> timerQueues) {
 
         /** The restored states' meta info for the async (State V2) backend. */
         public Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> stateMetaInfos() {
@@ -93,20 +98,18 @@ public final class ForStRestoreOperation<K> {
         DbDirectory.prepare(dbUri, nativeOptions);
         if (parameters.getStateHandles().isEmpty()) {
             return new Restored<>(
-                    NativeDb.open(dbUri, nativeOptions), parameters.getKeySerializer(), Map.of());
+                    NativeDb.open(dbUri, nativeOptions),
+                    parameters.getKeySerializer(),
+                    Map.of(),
+                    Map.of());
         }
         long start = System.nanoTime();
         Restored<K> restored;
         try {
             restored =
-                    new ForStRestoreOperation<>(
-                                    parameters.getStateHandles(),
-                                    parameters.getKeySerializer(),
-                                    parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
-                                    parameters.getKeyGroupRange(),
-                                    parameters.getNumberOfKeyGroups(),
-                                    parameters.getCancelStreamRegistry())
-                            .restore(dbUri, nativeOptions);
+                    CanonicalRestoreOperation.isCanonical(parameters.getStateHandles())
+                            ? restoreCanonical(parameters, dbUri, nativeOptions)
+                            : restoreNative(parameters, dbUri, nativeOptions);
         } catch (Throwable t) {
             // No backend owns the half-built directory; the next attempt uses another one.
             try {
@@ -123,6 +126,37 @@ public final class ForStRestoreOperation<K> {
                 parameters.getStateHandles().size(),
                 (System.nanoTime() - start) / 1_000_000);
         return restored;
+    }
+
+    private static <K> Restored<K> restoreNative(
+            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            throws Exception {
+        return new ForStRestoreOperation<>(
+                        parameters.getStateHandles(),
+                        parameters.getKeySerializer(),
+                        parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                        parameters.getKeyGroupRange(),
+                        parameters.getNumberOfKeyGroups(),
+                        parameters.getCancelStreamRegistry())
+                .restore(dbUri, nativeOptions);
+    }
+
+    private static <K> Restored<K> restoreCanonical(
+            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            throws Exception {
+        NativeDb db = NativeDb.open(dbUri, nativeOptions);
+        try {
+            return new CanonicalRestoreOperation<>(
+                            parameters.getStateHandles(),
+                            parameters.getKeySerializer(),
+                            parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                            parameters.getKeyGroupRange(),
+                            parameters.getNumberOfKeyGroups())
+                    .restoreInto(db);
+        } catch (Throwable t) {
+            db.close();
+            throw t;
+        }
     }
 
     private ForStRestoreOperation(
@@ -190,7 +224,8 @@ public final class ForStRestoreOperation<K> {
             return new Restored<>(
                     NativeDb.open(dbUri, nativeOptions),
                     keySerializer.currentSchemaSerializer(),
-                    metaInfos);
+                    metaInfos,
+                    Map.of());
         }
         RestoreSources sources =
                 new RestoreSources(
@@ -210,7 +245,7 @@ public final class ForStRestoreOperation<K> {
                     dbUri,
                     RestoreStaging.DIRECTORY);
         }
-        return new Restored<>(db, keySerializer.currentSchemaSerializer(), metaInfos);
+        return new Restored<>(db, keySerializer.currentSchemaSerializer(), metaInfos, Map.of());
     }
 
     private static IncrementalRemoteKeyedStateHandle ownHandle(KeyedStateHandle handle) {
@@ -218,11 +253,10 @@ public final class ForStRestoreOperation<K> {
             return (IncrementalRemoteKeyedStateHandle) handle;
         }
         throw new IllegalStateException(
-                "The ForSt-RS state backend restores only its own checkpoints and native"
-                        + " savepoints (IncrementalRemoteKeyedStateHandle); got "
-                        + handle.getClass().getName()
-                        + ". Canonical savepoints and other backends' checkpoints are not"
-                        + " supported yet.");
+                "The ForSt-RS state backend restores its own checkpoints and native"
+                        + " savepoints (IncrementalRemoteKeyedStateHandle) and canonical"
+                        + " savepoints (KeyGroupsStateHandle), one kind at a time; got "
+                        + handle.getClass().getName());
     }
 
     private KeyedBackendSerializationProxy<K> readMetaData(

@@ -12,10 +12,12 @@ import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.base.MapSerializer;
 import org.apache.flink.api.common.typeutils.base.MapSerializerSnapshot;
 import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.SavepointType;
 import org.apache.flink.runtime.checkpoint.SnapshotType;
 import org.apache.flink.runtime.query.TaskKvStateRegistry;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
@@ -39,6 +41,7 @@ import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTran
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueStateSnapshot;
 import org.apache.flink.runtime.state.InternalKeyContext;
 import org.apache.flink.runtime.state.InternalKeyContextImpl;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
@@ -51,9 +54,12 @@ import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.restore.ForStRestoreOperation;
+import org.forstrs.flink.snapshot.CanonicalSnapshotResources;
+import org.forstrs.flink.snapshot.CanonicalState;
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.ForStSnapshotResources;
 import org.forstrs.flink.snapshot.ForStSnapshotStrategy;
+import org.forstrs.flink.snapshot.HeapQueueEntries;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
 import org.forstrs.flink.state.TtlCompactionFilter;
@@ -65,6 +71,7 @@ import javax.annotation.Nonnull;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -84,6 +91,7 @@ import java.util.stream.StreamSupport;
  * key) with the async backend's value layouts, so both paths read each other's state and share
  * the checkpoint format ({@link ForStSnapshotStrategy}). Timers live on Flink's heap priority
  * queue and are written into checkpoints by the timer service (legacy synchronous snapshots).
+ * Canonical savepoints are Flink's unified format ({@link #savepoint()}).
  */
 public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
 
@@ -135,7 +143,8 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             SizeTrackingStateConfig sizeTrackingStateConfig,
             CloseableRegistry cancelStreamRegistry,
             InternalKeyContext<K> keyContext,
-            Map<String, StateMetaInfoSnapshot> restoredStates) {
+            Map<String, StateMetaInfoSnapshot> restoredStates,
+            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
         super(
                 kvStateRegistry,
                 keySerializer,
@@ -156,7 +165,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                 new SerializedCompositeKeyBuilder<>(keySerializer, keyGroupPrefixBytes, 32);
         this.priorityQueues =
                 new HeapPriorityQueuesManager(
-                        new HashMap<>(),
+                        new HashMap<>(restoredTimerQueues),
                         new HeapPriorityQueueSetFactory(
                                 keyContext.getKeyGroupRange(),
                                 keyContext.getNumberOfKeyGroups(),
@@ -166,6 +175,9 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         for (Map.Entry<String, StateMetaInfoSnapshot> restored : restoredStates.entrySet()) {
             if (restored.getValue().getBackendStateType()
                     == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+                if (restoredTimerQueues.containsKey(restored.getKey())) {
+                    continue; // timers of a canonical savepoint, already on the heap
+                }
                 restoredQueues.put(
                         restored.getKey(),
                         new RegisteredPriorityQueueStateBackendMetaInfo<>(restored.getValue()));
@@ -218,7 +230,8 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     new CloseableRegistry(),
                     new InternalKeyContextImpl<>(
                             parameters.getKeyGroupRange(), parameters.getNumberOfKeyGroups()),
-                    restored.stateMetaInfoSnapshots());
+                    restored.stateMetaInfoSnapshots(),
+                    restored.timerQueues());
         } catch (Throwable t) {
             restored.db().close();
             DbDirectory.remove(dbUri, nativeOptions);
@@ -623,11 +636,14 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
 
     /**
      * Timers are on the heap and not in the DB's files, so the timer service writes them into
-     * every checkpoint and savepoint (as with Flink's RocksDB backend and heap timers).
+     * every checkpoint and native savepoint (as with Flink's RocksDB backend and heap timers); a
+     * canonical savepoint has them among its states ({@link #savepoint()}).
      */
     @Override
     public boolean requiresLegacySynchronousTimerSnapshots(SnapshotType checkpointType) {
-        return true;
+        return !(checkpointType.isSavepoint()
+                && ((SavepointType) checkpointType).getFormatType()
+                        == SavepointFormatType.CANONICAL);
     }
 
     // ---- snapshots ----
@@ -650,12 +666,46 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                 .snapshot(checkpointId, timestamp, streamFactory, checkpointOptions);
     }
 
-    /** Canonical savepoints are not supported (the backend declares only native ones). */
+    /**
+     * A canonical savepoint (Flink's unified key-group format): every state's column family
+     * scanned in key order, and the heap timers. It runs synchronously, so it sees the state of
+     * this moment without pinning a version of the DB.
+     */
     @Nonnull
     @Override
     public SavepointResources<K> savepoint() {
-        throw new UnsupportedOperationException(
-                "The ForSt-RS state backend writes native savepoints only");
+        checkNotDisposed();
+        List<CanonicalState> canonical = new ArrayList<>();
+        for (StateInfo info : states.values()) {
+            int cf = info.cf();
+            canonical.add(
+                    new CanonicalState(
+                            info.metaInfo().snapshot(),
+                            () -> new PrefixScan(access, cf, EVERYTHING)));
+        }
+        for (HeapPriorityQueueSnapshotRestoreWrapper<?> queue :
+                priorityQueues.getRegisteredPQStates().values()) {
+            canonical.add(heapTimers(queue));
+        }
+        for (RegisteredPriorityQueueStateBackendMetaInfo<?> queue : restoredQueues.values()) {
+            canonical.add(new CanonicalState(queue.snapshot(), Collections::emptyIterator));
+        }
+        return new SavepointResources<>(
+                new CanonicalSnapshotResources<>(
+                        canonical,
+                        keyGroupRange,
+                        keySerializer,
+                        keyGroupPrefixBytes,
+                        keyGroupCompressionDecorator),
+                SnapshotExecutionType.SYNCHRONOUS);
+    }
+
+    private <T extends HeapPriorityQueueElement> CanonicalState heapTimers(
+            HeapPriorityQueueSnapshotRestoreWrapper<T> queue) {
+        HeapPriorityQueueStateSnapshot<T> snapshot = queue.stateSnapshot();
+        return new CanonicalState(
+                queue.getMetaInfo().snapshot(),
+                () -> new HeapQueueEntries<>(snapshot, keyGroupRange, keyGroupPrefixBytes));
     }
 
     @Override

@@ -1,5 +1,7 @@
 package org.forstrs.flink.sync;
 
+import org.forstrs.flink.snapshot.StateEntry;
+
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 
@@ -14,7 +16,7 @@ final class PrefixScan implements Iterator<PrefixScan.Entry> {
     static final int CHUNK = 512;
 
     /** One stored entry: the full key and the raw value. */
-    record Entry(byte[] key, byte[] value) {}
+    record Entry(byte[] key, byte[] value) implements StateEntry {}
 
     private final SyncDbAccess access;
     private final int cf;

@@ -13,12 +13,17 @@ import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.SavepointType;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
+import org.apache.flink.runtime.state.CheckpointableKeyedStateBackend;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
+import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
@@ -27,6 +32,9 @@ import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.runtime.state.v2.internal.InternalKeyedState;
+import org.apache.flink.streaming.api.operators.StreamOperatorStateHandler;
+import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
+import org.apache.flink.streaming.api.operators.TimerSerializer;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.config.ForStOptions;
@@ -181,7 +189,7 @@ class SyncAsyncInteropTest {
         return new ValueStateDescriptor<>("namespaced", LongSerializer.INSTANCE);
     }
 
-    private static void writeSync(ForStSyncKeyedStateBackend<String> sync, int round)
+    private static void writeSync(CheckpointableKeyedStateBackend<String> sync, int round)
             throws Exception {
         for (int k = 0; k < KEYS.size(); k++) {
             sync.setCurrentKey(KEYS.get(k));
@@ -346,6 +354,65 @@ class SyncAsyncInteropTest {
                 namespace(2L);
                 namespaced.update(base + 20);
             }
+        }
+    }
+
+    /**
+     * A canonical savepoint (Flink's unified format) of the synchronous backend, with a timer
+     * queue, restores into the async backend: the V1 states read back through State V2, the
+     * timers are on its queue. (Flink's heap backend cannot write the null map values here.)
+     */
+    @Test
+    void canonicalSavepointRestoresIntoTheAsyncBackend() throws Exception {
+        TimerSerializer<String, VoidNamespace> timerSerializer =
+                new TimerSerializer<>(StringSerializer.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        CheckpointableKeyedStateBackend<String> sync =
+                backend.createKeyedStateBackend(parameters(List.of()));
+        KeyedStateHandle canonical;
+        try {
+            writeSync(sync, 1);
+            KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<String, VoidNamespace>> timers =
+                    sync.create("timers", timerSerializer);
+            for (int k = 0; k < KEYS.size(); k++) {
+                timers.add(
+                        new TimerHeapInternalTimer<>(10L + k, KEYS.get(k), VoidNamespace.INSTANCE));
+            }
+            canonical =
+                    run(
+                            StreamOperatorStateHandler.prepareCanonicalSavepoint(
+                                            sync, new CloseableRegistry())
+                                    .snapshot(
+                                            1L,
+                                            1L,
+                                            streams,
+                                            new CheckpointOptions(
+                                                    SavepointType.savepoint(
+                                                            SavepointFormatType.CANONICAL),
+                                                    CheckpointStorageLocationReference
+                                                            .getDefault())));
+        } finally {
+            sync.dispose();
+        }
+        assertThat(canonical).isInstanceOf(KeyGroupsSavepointStateHandle.class);
+
+        ForStKeyedStateBackend<String> async =
+                backend.createAsyncKeyedStateBackend(parameters(List.of(canonical)));
+        try {
+            List<String> round1 = new ArrayList<>();
+            for (int k = 0; k < KEYS.size(); k++) {
+                round1.add(expectation(k, 1));
+            }
+            assertThat(new AsyncStates(async).read()).isEqualTo(round1);
+            KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<String, VoidNamespace>> timers =
+                    async.create("timers", timerSerializer);
+            List<String> restoredTimers = new ArrayList<>();
+            while (timers.peek() != null) {
+                TimerHeapInternalTimer<String, VoidNamespace> timer = timers.poll();
+                restoredTimers.add(timer.getKey() + "@" + timer.getTimestamp());
+            }
+            assertThat(restoredTimers).containsExactly("alice@10", "bob@11", "carol@12");
+        } finally {
+            async.dispose();
         }
     }
 
