@@ -182,7 +182,9 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 nativeOptions(memory),
                 latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build(),
-                sizeTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build());
+                sizeTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build(),
+                config.getTimerService(),
+                config.getTimerCacheSize());
     }
 
     @Override

@@ -60,6 +60,8 @@ public final class ForStBackendConfig implements Serializable {
     private final int batchThreads;
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
+    private final TimerServiceType timerService;
+    private final int timerCacheSize;
 
     /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
     private final boolean primaryOnCheckpointDir;
@@ -79,6 +81,8 @@ public final class ForStBackendConfig implements Serializable {
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
+            TimerServiceType timerService,
+            int timerCacheSize,
             Map<String, String> engineOptions) {
         this.primaryDir = primaryDir;
         this.primaryOnCheckpointDir = primaryOnCheckpointDir;
@@ -91,6 +95,8 @@ public final class ForStBackendConfig implements Serializable {
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
+        this.timerService = timerService;
+        this.timerCacheSize = timerCacheSize;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
     }
 
@@ -134,11 +140,10 @@ public final class ForStBackendConfig implements Serializable {
         boolean inline = get(config, ForStOptions.EXECUTOR_INLINE_COORDINATOR);
         int threads = batchThreads(config);
 
-        if (get(config, ForStOptions.TIMER_SERVICE_FACTORY) != TimerServiceType.HEAP) {
-            LogOnce.info(
-                    "{}: {} accepted, using heap timers (timers in the store do not exist yet)",
-                    ForStOptions.TIMER_SERVICE_FACTORY.key(),
-                    get(config, ForStOptions.TIMER_SERVICE_FACTORY));
+        TimerServiceType timerService = get(config, ForStOptions.TIMER_SERVICE_FACTORY);
+        int timerCacheSize = get(config, ForStOptions.TIMER_SERVICE_CACHE_SIZE);
+        if (timerCacheSize < 1) {
+            fail(ForStOptions.TIMER_SERVICE_CACHE_SIZE, timerCacheSize, "must be positive");
         }
         CompactionStyle style = get(config, ForStConfigurableOptions.COMPACTION_STYLE);
         if (style != CompactionStyle.LEVEL) {
@@ -165,6 +170,8 @@ public final class ForStBackendConfig implements Serializable {
                 threads,
                 forceProxy,
                 syncEnforceLocal,
+                timerService,
+                timerCacheSize,
                 engine);
     }
 
@@ -465,6 +472,16 @@ public final class ForStBackendConfig implements Serializable {
         return syncEnforceLocal;
     }
 
+    /** Where the synchronous backend keeps timers. */
+    public TimerServiceType getTimerService() {
+        return timerService;
+    }
+
+    /** Timers cached in memory per key group and queue, for timers in the store. */
+    public int getTimerCacheSize() {
+        return timerCacheSize;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -489,6 +506,10 @@ public final class ForStBackendConfig implements Serializable {
                 + forceProxy
                 + ", syncEnforceLocal="
                 + syncEnforceLocal
+                + ", timerService="
+                + timerService
+                + ", timerCacheSize="
+                + timerCacheSize
                 + ", engineOptions="
                 + engineOptions
                 + '}';
