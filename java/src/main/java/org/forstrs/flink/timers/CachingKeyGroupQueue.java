@@ -89,9 +89,10 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
                 cache.isEmpty()
                         ? allInCache
                         : (!cacheFull && allInCache)
-                                || Arrays.compareUnsigned(key, cache.last()) < 0;
+                                || Arrays.compareUnsigned(key, cache.last()) <= 0;
         if (!belongsInCache) {
-            // Larger than every cached element: only the store holds it.
+            // Larger than every cached element (an equal one is there already): only the
+            // store holds it.
             context.access().put(context.cf(), key, new byte[0]);
             allInCache = false;
             return false;

@@ -89,12 +89,14 @@ class StoreTimerQueuesTest {
         var queue = queue(queues);
         Set<Timer> model = new HashSet<>();
         for (int step = 0; step < 30_000; step++) {
+            // phases that grow the queue and phases that drain it (caches run dry)
+            boolean growing = (step / 2_000) % 2 == 0;
             int op = random.nextInt(10);
-            if (op < 5) {
+            if (op < (growing ? 5 : 1)) {
                 Timer t = new Timer(random.nextInt(40), random.nextInt(300));
                 queue.add(timer(t));
                 model.add(t);
-            } else if (op < 7) {
+            } else if (op < (growing ? 7 : 4)) {
                 // a stored timer (often uncached) or one that is not there
                 Timer t =
                         !model.isEmpty() && random.nextBoolean()
@@ -141,12 +143,13 @@ class StoreTimerQueuesTest {
     void headsAndDuplicatesAcrossTheCacheBoundary() {
         StoreTimerQueues queues = queues();
         var queue = queue(queues);
-        // one key, so one key group: timestamps 10..1 in reverse, each twice
-        for (int round = 0; round < 2; round++) {
-            for (long ts = 10; ts >= 1; ts--) {
-                queue.add(timer(new Timer(7, ts)));
-            }
+        // one key, so one key group: timestamps 10..1 in reverse push each head out of the cache
+        for (long ts = 10; ts >= 1; ts--) {
+            assertThat(queue.add(timer(new Timer(7, ts)))).isTrue();
         }
+        // duplicates of cached timers change nothing
+        assertThat(queue.add(timer(new Timer(7, 1)))).isFalse();
+        assertThat(queue.add(timer(new Timer(7, 3)))).isFalse();
         assertThat(queue.size()).isEqualTo(10);
         assertThat(queues.counters().cachedElements()).isEqualTo(CACHE);
         assertThat(queues.storedElements()).isEqualTo(10);
@@ -159,6 +162,13 @@ class StoreTimerQueuesTest {
         }
         assertThat(polled).containsExactly(2L, 3L, 4L, 5L, 6L, 7L, 8L, 10L);
         assertThat(queues.storedElements()).isZero();
+        // a duplicate of an uncached timer is stored once
+        for (long ts = 1; ts <= 5; ts++) {
+            queue.add(timer(new Timer(7, ts)));
+        }
+        queue.add(timer(new Timer(7, 5)));
+        assertThat(queue.size()).isEqualTo(5);
+        assertThat(queues.storedElements()).isEqualTo(5);
     }
 
     private static void assertSmallest(
