@@ -1,5 +1,6 @@
 package org.forstrs.flink.bench;
 
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
@@ -49,15 +50,23 @@ public final class TimerBenchJob {
     static final class Timers extends KeyedProcessFunction<Long, Long, Long> {
         private static final long serialVersionUID = 1L;
         private final long keys;
-        private transient long firstRegister = Long.MAX_VALUE;
-        private transient long lastRegister = Long.MIN_VALUE;
-        private transient long firstFire = Long.MAX_VALUE;
-        private transient long lastFire = Long.MIN_VALUE;
+        private transient long firstRegister;
+        private transient long lastRegister;
+        private transient long firstFire;
+        private transient long lastFire;
         private transient long fired;
         private transient long firedSum;
 
         Timers(long keys) {
             this.keys = keys;
+        }
+
+        @Override
+        public void open(OpenContext openContext) {
+            firstRegister = Long.MAX_VALUE;
+            lastRegister = Long.MIN_VALUE;
+            firstFire = Long.MAX_VALUE;
+            lastFire = Long.MIN_VALUE;
         }
 
         @Override
