@@ -190,7 +190,9 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                                 .build(),
                         sizeTrackingConfigBuilder
                                 .setMetricGroup(parameters.getMetricGroup())
-                                .build());
+                                .build(),
+                        config.getTimerService(),
+                        config.getTimerCacheSize());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
                 backend::getLastCheckpointStats,

@@ -61,6 +61,8 @@ public final class ForStBackendConfig implements Serializable {
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
     private final S3Settings s3;
+    private final TimerServiceType timerService;
+    private final int timerCacheSize;
 
     /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
     private final boolean primaryOnCheckpointDir;
@@ -84,6 +86,8 @@ public final class ForStBackendConfig implements Serializable {
             boolean forceProxy,
             boolean syncEnforceLocal,
             S3Settings s3,
+            TimerServiceType timerService,
+            int timerCacheSize,
             Map<String, String> engineOptions,
             List<String> metricKeys) {
         this.primaryDir = primaryDir;
@@ -98,6 +102,8 @@ public final class ForStBackendConfig implements Serializable {
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
         this.s3 = s3;
+        this.timerService = timerService;
+        this.timerCacheSize = timerCacheSize;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
         this.metricKeys = List.copyOf(metricKeys);
     }
@@ -142,11 +148,10 @@ public final class ForStBackendConfig implements Serializable {
         boolean inline = get(config, ForStOptions.EXECUTOR_INLINE_COORDINATOR);
         int threads = batchThreads(config);
 
-        if (get(config, ForStOptions.TIMER_SERVICE_FACTORY) != TimerServiceType.HEAP) {
-            LogOnce.info(
-                    "{}: {} accepted, using heap timers (timers in the store do not exist yet)",
-                    ForStOptions.TIMER_SERVICE_FACTORY.key(),
-                    get(config, ForStOptions.TIMER_SERVICE_FACTORY));
+        TimerServiceType timerService = get(config, ForStOptions.TIMER_SERVICE_FACTORY);
+        int timerCacheSize = get(config, ForStOptions.TIMER_SERVICE_CACHE_SIZE);
+        if (timerCacheSize < 1) {
+            fail(ForStOptions.TIMER_SERVICE_CACHE_SIZE, timerCacheSize, "must be positive");
         }
         CompactionStyle style = get(config, ForStConfigurableOptions.COMPACTION_STYLE);
         if (style != CompactionStyle.LEVEL) {
@@ -175,6 +180,8 @@ public final class ForStBackendConfig implements Serializable {
                 forceProxy,
                 syncEnforceLocal,
                 s3,
+                timerService,
+                timerCacheSize,
                 engine,
                 ForStMetricOptions.switchedOn(config));
     }
@@ -487,6 +494,16 @@ public final class ForStBackendConfig implements Serializable {
         return metricKeys;
     }
 
+    /** Where the synchronous backend keeps timers. */
+    public TimerServiceType getTimerService() {
+        return timerService;
+    }
+
+    /** Timers cached in memory per key group and queue, for timers in the store. */
+    public int getTimerCacheSize() {
+        return timerCacheSize;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -513,6 +530,10 @@ public final class ForStBackendConfig implements Serializable {
                 + syncEnforceLocal
                 + ", s3="
                 + s3
+                + ", timerService="
+                + timerService
+                + ", timerCacheSize="
+                + timerCacheSize
                 + ", engineOptions="
                 + engineOptions
                 + ", metrics="

@@ -117,19 +117,21 @@ public final class ForStOptions {
     public static final ConfigOption<TimerServiceType> TIMER_SERVICE_FACTORY =
             ConfigOptions.key(PREFIX + "timer-service.factory")
                     .enumType(TimerServiceType.class)
-                    .defaultValue(TimerServiceType.HEAP)
+                    .defaultValue(TimerServiceType.ForStDB)
                     .withDescription(
-                            "Where timers live. Timers are on Flink's heap priority queue;"
-                                    + " ForStDB (Flink's default) is accepted and also runs on"
-                                    + " heap timers until timers in the store exist.");
+                            "Where timers live: ForStDB (the default, as in Flink's ForSt) keeps"
+                                    + " them in the store, one column family per timer queue,"
+                                    + " checkpointed with the keyed state; HEAP keeps them on"
+                                    + " Flink's heap priority queue. The async (State V2)"
+                                    + " backend keeps its timers on the heap either way.");
 
     public static final ConfigOption<Integer> TIMER_SERVICE_CACHE_SIZE =
             ConfigOptions.key(PREFIX + "timer-service.cache-size")
                     .intType()
                     .defaultValue(128)
                     .withDescription(
-                            "Flink's cache of timers in the store per key group; no effect"
-                                    + " (heap timers).");
+                            "Timers of a queue in the store cached in memory per key group"
+                                    + " (the smallest ones); must be positive.");
 
     public static final ConfigOption<Boolean> EXECUTOR_INLINE_WRITE =
             ConfigOptions.key(PREFIX + "executor.inline-write")

@@ -39,7 +39,6 @@ final class NoEffectOptions {
         r.put(
                 ForStOptions.USE_PARTITIONED_INDEX_FILTERS.key(),
                 "index and filter blocks are not partitioned");
-        r.put(ForStOptions.TIMER_SERVICE_CACHE_SIZE.key(), "timers are on Flink's heap");
         r.put(
                 ForStConfigurableOptions.MAX_BACKGROUND_THREADS.key(),
                 "each DB runs one flush and one compaction thread");

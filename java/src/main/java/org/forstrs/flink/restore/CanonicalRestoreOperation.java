@@ -39,7 +39,8 @@ import java.util.Objects;
  * Flink's keyed backends or ours, at any parallelism: Flink's {@link FullSnapshotRestoreOperation}
  * reads the key groups of our range; key-value entries go into the state's column family in
  * batched writes (their bytes are already our layout, which is Flink's RocksDB layout), timers
- * into heap timer queues, as Flink's RocksDB backend does with heap timers.
+ * into their column families for the store-backed timer service or else into heap timer queues,
+ * as Flink's RocksDB backend does with heap timers.
  */
 public final class CanonicalRestoreOperation<K> {
 
@@ -56,6 +57,13 @@ public final class CanonicalRestoreOperation<K> {
     private final int numberOfKeyGroups;
     private final int keyGroupPrefixBytes;
     private final HeapPriorityQueueSetFactory queueFactory;
+
+    /**
+     * Timers go into a column family per queue, laid out as the savepoint has them (key-group
+     * prefix + element, empty value), where the store-backed timer service reads them; otherwise
+     * onto heap queues.
+     */
+    private final boolean timersInStore;
     private final Map<String, StateMetaInfoSnapshot> metaInfos = new LinkedHashMap<>();
     private final Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> timerQueues =
             new LinkedHashMap<>();
@@ -76,8 +84,10 @@ public final class CanonicalRestoreOperation<K> {
             TypeSerializer<K> keySerializer,
             ClassLoader userCodeClassLoader,
             KeyGroupRange keyGroupRange,
-            int numberOfKeyGroups) {
+            int numberOfKeyGroups,
+            boolean timersInStore) {
         this.handles = handles;
+        this.timersInStore = timersInStore;
         this.keySerializer = StateSerializerProvider.fromNewRegisteredSerializer(keySerializer);
         this.userCodeClassLoader = userCodeClassLoader;
         this.keyGroupRange = keyGroupRange;
@@ -112,7 +122,8 @@ public final class CanonicalRestoreOperation<K> {
             StateMetaInfoSnapshot state = states.get(id);
             metaInfos.putIfAbsent(state.getName(), state);
             if (state.getBackendStateType()
-                    == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
+                    == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE
+                    && !timersInStore) {
                 queues.put(
                         id,
                         timerQueues.computeIfAbsent(

@@ -95,6 +95,20 @@ public final class ForStRestoreOperation<K> {
     public static <K> Restored<K> openDatabase(
             KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
             throws Exception {
+        return openDatabase(parameters, dbUri, nativeOptions, false);
+    }
+
+    /**
+     * As {@link #openDatabase(KeyedStateBackendParameters, String, String[])}; {@code
+     * timersInStore}: the timers of a canonical savepoint go into their column families (the
+     * backend keeps timers in the store) rather than onto heap queues.
+     */
+    public static <K> Restored<K> openDatabase(
+            KeyedStateBackendParameters<K> parameters,
+            String dbUri,
+            String[] nativeOptions,
+            boolean timersInStore)
+            throws Exception {
         DbDirectory.prepare(dbUri, nativeOptions);
         if (parameters.getStateHandles().isEmpty()) {
             return new Restored<>(
@@ -108,7 +122,7 @@ public final class ForStRestoreOperation<K> {
         try {
             restored =
                     CanonicalRestoreOperation.isCanonical(parameters.getStateHandles())
-                            ? restoreCanonical(parameters, dbUri, nativeOptions)
+                            ? restoreCanonical(parameters, dbUri, nativeOptions, timersInStore)
                             : restoreNative(parameters, dbUri, nativeOptions);
         } catch (Throwable t) {
             // No backend owns the half-built directory; the next attempt uses another one.
@@ -142,7 +156,10 @@ public final class ForStRestoreOperation<K> {
     }
 
     private static <K> Restored<K> restoreCanonical(
-            KeyedStateBackendParameters<K> parameters, String dbUri, String[] nativeOptions)
+            KeyedStateBackendParameters<K> parameters,
+            String dbUri,
+            String[] nativeOptions,
+            boolean timersInStore)
             throws Exception {
         NativeDb db = NativeDb.open(dbUri, nativeOptions);
         try {
@@ -151,7 +168,8 @@ public final class ForStRestoreOperation<K> {
                             parameters.getKeySerializer(),
                             parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
                             parameters.getKeyGroupRange(),
-                            parameters.getNumberOfKeyGroups())
+                            parameters.getNumberOfKeyGroups(),
+                            timersInStore)
                     .restoreInto(db);
         } catch (Throwable t) {
             db.close();

@@ -53,6 +53,7 @@ import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.ForStStateBackend;
+import org.forstrs.flink.config.ForStOptions.TimerServiceType;
 import org.forstrs.flink.restore.ForStRestoreOperation;
 import org.forstrs.flink.snapshot.CanonicalSnapshotResources;
 import org.forstrs.flink.snapshot.CanonicalState;
@@ -63,11 +64,13 @@ import org.forstrs.flink.snapshot.HeapQueueEntries;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
 import org.forstrs.flink.state.TtlCompactionFilter;
+import org.forstrs.flink.timers.StoreTimerQueues;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.annotation.Nonnull;
+import javax.annotation.Nullable;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -89,9 +92,11 @@ import java.util.stream.StreamSupport;
  * state: every state access is one native call on the task thread. It keeps one native DB, one
  * column family per state name, and Flink's key layout (key-group prefix, key, namespace, user
  * key) with the async backend's value layouts, so both paths read each other's state and share
- * the checkpoint format ({@link ForStSnapshotStrategy}). Timers live on Flink's heap priority
- * queue and are written into checkpoints by the timer service (legacy synchronous snapshots).
- * Canonical savepoints are Flink's unified format ({@link #savepoint()}).
+ * the checkpoint format ({@link ForStSnapshotStrategy}). Timers live in the store, one column
+ * family per timer queue ({@link StoreTimerQueues}, checkpointed with the keyed state), or with
+ * {@code timer-service.factory: HEAP} on Flink's heap priority queue, written into checkpoints by
+ * the timer service (legacy synchronous snapshots). Canonical savepoints are Flink's unified
+ * format ({@link #savepoint()}).
  */
 public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
 
@@ -109,14 +114,18 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     private final SerializedCompositeKeyBuilder<K> keyBuilder;
     private final HeapPriorityQueuesManager priorityQueues;
 
+    /** The timer queues in the store; null: timers on the heap ({@link #priorityQueues}). */
+    @Nullable private final StoreTimerQueues storeTimers;
+
     /** Registered and restored states by name, in registration order. */
     private final Map<String, StateInfo> states = new LinkedHashMap<>();
 
     private final Map<String, AbstractForStSyncState<K, ?, ?>> createdStates = new HashMap<>();
 
     /**
-     * Timer queues of the restored checkpoint not created again yet: their element serializer
-     * must stay compatible (the timers themselves come back through the timer service).
+     * Heap timer queues of the restored checkpoint not created again yet: their element
+     * serializer must stay compatible (the timers themselves come back through the timer
+     * service).
      */
     private final Map<String, RegisteredPriorityQueueStateBackendMetaInfo<?>> restoredQueues =
             new HashMap<>();
@@ -144,7 +153,9 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             CloseableRegistry cancelStreamRegistry,
             InternalKeyContext<K> keyContext,
             Map<String, StateMetaInfoSnapshot> restoredStates,
-            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
+            Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues,
+            TimerServiceType timerService,
+            int timerCacheSize) {
         super(
                 kvStateRegistry,
                 keySerializer,
@@ -172,15 +183,36 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                                 PQ_INITIAL_CAPACITY),
                         keyContext.getKeyGroupRange(),
                         keyContext.getNumberOfKeyGroups());
+        this.storeTimers =
+                timerService == TimerServiceType.HEAP
+                        ? null
+                        : new StoreTimerQueues(
+                                access,
+                                this::columnFamily,
+                                keyContext.getKeyGroupRange(),
+                                keyContext.getNumberOfKeyGroups(),
+                                keyGroupPrefixBytes,
+                                timerCacheSize);
         for (Map.Entry<String, StateMetaInfoSnapshot> restored : restoredStates.entrySet()) {
             if (restored.getValue().getBackendStateType()
                     == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE) {
                 if (restoredTimerQueues.containsKey(restored.getKey())) {
                     continue; // timers of a canonical savepoint, already on the heap
                 }
-                restoredQueues.put(
-                        restored.getKey(),
-                        new RegisteredPriorityQueueStateBackendMetaInfo<>(restored.getValue()));
+                RegisteredPriorityQueueStateBackendMetaInfo<?> queue =
+                        new RegisteredPriorityQueueStateBackendMetaInfo<>(restored.getValue());
+                if (storeTimers != null) {
+                    storeTimers.restored(queue);
+                } else if (access.prefixExists(columnFamily(restored.getKey()), EVERYTHING)) {
+                    // Heap queues would never read these timers: refuse rather than lose them.
+                    throw new IllegalStateException(
+                            "The restored state keeps the timers of '"
+                                    + restored.getKey()
+                                    + "' in the store (state.backend.forst.timer-service.factory:"
+                                    + " ForStDB); restoring them with HEAP is not supported");
+                } else {
+                    restoredQueues.put(restored.getKey(), queue);
+                }
                 continue;
             }
             RegisteredStateMetaInfoBase info =
@@ -211,10 +243,13 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             String dbUri,
             String[] nativeOptions,
             LatencyTrackingStateConfig latencyTrackingStateConfig,
-            SizeTrackingStateConfig sizeTrackingStateConfig)
+            SizeTrackingStateConfig sizeTrackingStateConfig,
+            TimerServiceType timerService,
+            int timerCacheSize)
             throws Exception {
         ForStRestoreOperation.Restored<K> restored =
-                ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
+                ForStRestoreOperation.openDatabase(
+                        parameters, dbUri, nativeOptions, timerService == TimerServiceType.ForStDB);
         try {
             return new ForStSyncKeyedStateBackend<>(
                     restored.db(),
@@ -231,7 +266,9 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     new InternalKeyContextImpl<>(
                             parameters.getKeyGroupRange(), parameters.getNumberOfKeyGroups()),
                     restored.stateMetaInfoSnapshots(),
-                    restored.timerQueues());
+                    restored.timerQueues(),
+                    timerService,
+                    timerCacheSize);
         } catch (Throwable t) {
             restored.db().close();
             DbDirectory.remove(dbUri, nativeOptions);
@@ -260,6 +297,12 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     @VisibleForTesting
     public NativeDb getNativeDb() {
         return db;
+    }
+
+    /** The timer queues in the store; null when timers are on the heap. */
+    @Nullable
+    public StoreTimerQueues getStoreTimers() {
+        return storeTimers;
     }
 
     /** What the last completed snapshot of this backend cost; null before the first. */
@@ -311,6 +354,9 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             throws Exception {
         checkNotDisposed();
         String name = stateDesc.getName();
+        if (storeTimers != null && storeTimers.contains(name)) {
+            throw new FlinkRuntimeException("State '" + name + "': a timer queue has that name");
+        }
         StateInfo info = states.get(name);
         RegisteredKeyValueStateBackendMetaInfo<N, SV> metaInfo;
         int cf;
@@ -518,7 +564,14 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             for (StateInfo info : states.values()) {
                 snapshots.add(info.metaInfo().snapshot());
             }
-            // Only the queues' serializers: the timers are written by the timer service.
+            if (storeTimers != null) {
+                // Their timers are in their column families, like keyed state.
+                for (RegisteredPriorityQueueStateBackendMetaInfo<?> queue :
+                        storeTimers.metaInfos()) {
+                    snapshots.add(queue.snapshot());
+                }
+            }
+            // Heap queues: only their serializers, the timers are written by the timer service.
             for (HeapPriorityQueueSnapshotRestoreWrapper<?> queue :
                     priorityQueues.getRegisteredPQStates().values()) {
                 snapshots.add(queue.getMetaInfo().snapshot());
@@ -612,8 +665,17 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                     @Nonnull String stateName,
                     @Nonnull TypeSerializer<T> byteOrderedElementSerializer,
                     boolean allowFutureMetadataUpdates) {
-        checkRestoredQueue(stateName, byteOrderedElementSerializer);
+        checkNotDisposed();
+        if (states.containsKey(stateName)) {
+            throw new FlinkRuntimeException(
+                    "Timer queue '" + stateName + "': a keyed state has that name");
+        }
         metaInfoSnapshots = null;
+        if (storeTimers != null) {
+            return storeTimers.create(
+                    stateName, byteOrderedElementSerializer, allowFutureMetadataUpdates);
+        }
+        checkRestoredQueue(stateName, byteOrderedElementSerializer);
         return priorityQueues.createOrUpdate(
                 stateName, byteOrderedElementSerializer, allowFutureMetadataUpdates);
     }
@@ -635,15 +697,18 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     }
 
     /**
-     * Timers are on the heap and not in the DB's files, so the timer service writes them into
-     * every checkpoint and native savepoint (as with Flink's RocksDB backend and heap timers); a
-     * canonical savepoint has them among its states ({@link #savepoint()}).
+     * Timers in the store are in the DB's files like keyed state. Heap timers are not, so the
+     * timer service writes them into every checkpoint and native savepoint (as with Flink's
+     * RocksDB backend and heap timers); a canonical savepoint has timers of either kind among its
+     * states ({@link #savepoint()}).
      */
     @Override
     public boolean requiresLegacySynchronousTimerSnapshots(SnapshotType checkpointType) {
-        return !(checkpointType.isSavepoint()
-                && ((SavepointType) checkpointType).getFormatType()
-                        == SavepointFormatType.CANONICAL);
+        boolean canonical =
+                checkpointType.isSavepoint()
+                        && ((SavepointType) checkpointType).getFormatType()
+                                == SavepointFormatType.CANONICAL;
+        return storeTimers == null && !canonical;
     }
 
     // ---- snapshots ----
@@ -690,6 +755,15 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         for (RegisteredPriorityQueueStateBackendMetaInfo<?> queue : restoredQueues.values()) {
             canonical.add(new CanonicalState(queue.snapshot(), Collections::emptyIterator));
         }
+        if (storeTimers != null) {
+            // Stored timers are laid out as RocksDB's: key-group prefix + element, empty value.
+            for (RegisteredPriorityQueueStateBackendMetaInfo<?> queue : storeTimers.metaInfos()) {
+                int cf = columnFamily(queue.getName());
+                canonical.add(
+                        new CanonicalState(
+                                queue.snapshot(), () -> new PrefixScan(access, cf, EVERYTHING)));
+            }
+        }
         return new SavepointResources<>(
                 new CanonicalSnapshotResources<>(
                         canonical,
@@ -719,8 +793,8 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     }
 
     /**
-     * Values are deserialized afresh on every read, but timers live on the heap queue by
-     * reference, so (as Flink's RocksDB backend with heap timers) objects are not safe to reuse.
+     * Values are deserialized afresh on every read, but heap timers (and the cached head of a
+     * timer queue in the store) are kept by reference, so objects are not safe to reuse.
      */
     @Override
     public boolean isSafeToReuseKVState() {

@@ -10,13 +10,13 @@ import java.util.NoSuchElementException;
  * chunks. Each chunk resumes after the last key seen, so writes between chunks (the caller
  * removing or rewriting entries it has seen) neither skip nor repeat entries.
  */
-final class PrefixScan implements Iterator<PrefixScan.Entry> {
+public final class PrefixScan implements Iterator<PrefixScan.Entry> {
 
     /** Entries per native call. */
     static final int CHUNK = 512;
 
     /** One stored entry: the full key and the raw value. */
-    record Entry(byte[] key, byte[] value) implements StateEntry {}
+    public record Entry(byte[] key, byte[] value) implements StateEntry {}
 
     private final SyncDbAccess access;
     private final int cf;
@@ -25,7 +25,7 @@ final class PrefixScan implements Iterator<PrefixScan.Entry> {
     private int next;
     private byte[] lastKey;
 
-    PrefixScan(SyncDbAccess access, int cf, byte[] prefix) {
+    public PrefixScan(SyncDbAccess access, int cf, byte[] prefix) {
         this.access = access;
         this.cf = cf;
         this.prefix = prefix;

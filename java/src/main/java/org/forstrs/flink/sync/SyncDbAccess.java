@@ -18,7 +18,7 @@ import java.util.List;
  * batches ({@link ForStNative#executeBatch}). Buffers are per thread, so queryable-state reads
  * from other threads do not disturb the task thread.
  */
-final class SyncDbAccess {
+public final class SyncDbAccess {
 
     private static final int INITIAL_KEY_BYTES = 256;
     private static final int INITIAL_VALUE_BYTES = 1024;
@@ -28,7 +28,7 @@ final class SyncDbAccess {
     private final ThreadLocal<Buffers> buffers = ThreadLocal.withInitial(Buffers::new);
 
     /** One scan chunk: keys and values in key order, and whether more entries follow. */
-    record Chunk(List<byte[]> keys, List<byte[]> values, boolean hasMore) {}
+    public record Chunk(List<byte[]> keys, List<byte[]> values, boolean hasMore) {}
 
     /** Direct buffers of one thread, grown on demand. */
     private static final class Buffers {
@@ -56,7 +56,7 @@ final class SyncDbAccess {
         }
     }
 
-    SyncDbAccess(NativeDb db) {
+    public SyncDbAccess(NativeDb db) {
         this.db = db;
     }
 
@@ -66,7 +66,7 @@ final class SyncDbAccess {
 
     /** The value of {@code key}, or null if it has none. */
     @Nullable
-    byte[] get(int cf, byte[] key) {
+    public byte[] get(int cf, byte[] key) {
         Buffers b = buffers.get();
         ByteBuffer keyBuffer = b.key(key);
         while (true) {
@@ -83,7 +83,7 @@ final class SyncDbAccess {
         }
     }
 
-    void put(int cf, byte[] key, byte[] value) {
+    public void put(int cf, byte[] key, byte[] value) {
         Buffers b = buffers.get();
         db.put(cf, b.key(key), key.length, b.value(value), value.length);
     }
@@ -94,13 +94,13 @@ final class SyncDbAccess {
         db.merge(cf, b.key(key), key.length, b.value(operand), operand.length);
     }
 
-    void delete(int cf, byte[] key) {
+    public void delete(int cf, byte[] key) {
         Buffers b = buffers.get();
         db.delete(cf, b.key(key), key.length);
     }
 
     /** Deletes every key of the column family that starts with {@code prefix}. */
-    void deletePrefix(int cf, byte[] prefix) {
+    public void deletePrefix(int cf, byte[] prefix) {
         Buffers b = buffers.get();
         b.batch.begin();
         b.batch.op(BatchEncoder.DELETE_PREFIX, cf, prefix);
@@ -108,7 +108,7 @@ final class SyncDbAccess {
     }
 
     /** Whether any key of the column family starts with {@code prefix}. */
-    boolean prefixExists(int cf, byte[] prefix) {
+    public boolean prefixExists(int cf, byte[] prefix) {
         Buffers b = buffers.get();
         b.batch.begin();
         b.batch.op(BatchEncoder.PREFIX_EXISTS, cf, prefix);
@@ -119,7 +119,7 @@ final class SyncDbAccess {
      * Up to {@code limit} entries whose keys start with {@code prefix}, after {@code resumeAfter}
      * (exclusive; null: from the first).
      */
-    Chunk scan(int cf, byte[] prefix, @Nullable byte[] resumeAfter, int limit) {
+    public Chunk scan(int cf, byte[] prefix, @Nullable byte[] resumeAfter, int limit) {
         Buffers b = buffers.get();
         b.batch.begin();
         b.batch.scan(cf, prefix, resumeAfter, limit);

@@ -97,6 +97,7 @@ class FlinkForStKeysTest {
                         p + "memory.fixed-per-tm",
                         p + "memory.write-buffer-ratio",
                         p + "timer-service.factory",
+                        p + "timer-service.cache-size",
                         p + "executor.inline-coordinator",
                         p + "executor.inline-write",
                         p + "executor.read-io-parallelism",

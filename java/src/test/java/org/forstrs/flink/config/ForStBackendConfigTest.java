@@ -9,6 +9,7 @@ import org.apache.flink.runtime.state.StateBackendLoader;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.ForStStateBackendFactory;
+import org.forstrs.flink.config.ForStOptions.TimerServiceType;
 
 import org.junit.jupiter.api.Test;
 
@@ -237,10 +238,19 @@ class ForStBackendConfigTest {
                 "state.backend.forst.metrics.no-such-metric");
         assertRejected(Map.of("state.backend.forst.timer-service.factory", "ROCKSDB"),
                 "state.backend.forst.timer-service.factory");
-        // Flink's default timer service is accepted; timers stay on the heap
-        assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "ForStDB")))
-                .isNotNull();
-        assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "heap"))).isNotNull();
+        assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "ForStDB"))
+                        .getTimerService())
+                .isEqualTo(TimerServiceType.ForStDB);
+        assertThat(parse(Map.of("state.backend.forst.timer-service.factory", "heap"))
+                        .getTimerService())
+                .isEqualTo(TimerServiceType.HEAP);
+        assertThat(parse(Map.of()).getTimerService()).isEqualTo(TimerServiceType.ForStDB);
+        assertThat(parse(Map.of()).getTimerCacheSize()).isEqualTo(128);
+        assertThat(parse(Map.of("state.backend.forst.timer-service.cache-size", "7"))
+                        .getTimerCacheSize())
+                .isEqualTo(7);
+        assertRejected(Map.of("state.backend.forst.timer-service.cache-size", "0"),
+                "state.backend.forst.timer-service.cache-size");
         // keys of other backends are none of our business
         assertThat(parse(Map.of("state.backend.rocksdb.localdir", "x"))).isNotNull();
     }

@@ -15,6 +15,7 @@ import org.apache.flink.util.IOUtils;
 
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.config.ForStOptions;
+import org.forstrs.flink.config.ForStOptions.TimerServiceType;
 import org.forstrs.flink.sync.FailoverAttempts.Restore;
 
 import org.junit.jupiter.api.TestTemplate;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -38,7 +40,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Flink's generic keyed state backend suite ({@link StateBackendTestBase}, the suite of Flink's
  * heap and RocksDB backends) against the synchronous ForSt-RS keyed backend, with JobManager and
  * file-system checkpoint storage, restoring as a failover (same job, next attempt) and under a new
- * job ({@link FailoverAttempts}).
+ * job ({@link FailoverAttempts}), with timers in the store and on the heap.
  */
 @ExtendWith(ParameterizedTestExtension.class)
 @Timeout(value = 5, unit = TimeUnit.MINUTES) // a hang guard only, far above any template's cost
@@ -51,17 +53,27 @@ class ForStSyncStateBackendTest extends StateBackendTestBase<ForStStateBackend> 
     @Parameter(1)
     public Restore restore;
 
+    @Parameter(2)
+    public TimerServiceType timerService;
+
     private final FailoverAttempts attempts = new FailoverAttempts();
 
-    @Parameters(name = "checkpoint storage: {0}, restore: {1}")
+    @Parameters(name = "checkpoint storage: {0}, restore: {1}, timers: {2}")
     public static List<Object[]> parameters() {
-        return FailoverAttempts.storagesAndRestores();
+        List<Object[]> cases = new ArrayList<>();
+        for (Object[] storageAndRestore : FailoverAttempts.storagesAndRestores()) {
+            for (TimerServiceType timers : TimerServiceType.values()) {
+                cases.add(new Object[] {storageAndRestore[0], storageAndRestore[1], timers});
+            }
+        }
+        return cases;
     }
 
     @Override
     protected ConfigurableStateBackend getStateBackend() {
         Configuration settings = new Configuration();
         settings.set(ForStOptions.LOCAL_DIRECTORIES, tempDir.resolve("local").toString());
+        settings.set(ForStOptions.TIMER_SERVICE_FACTORY, timerService);
         return attempts.backend(settings, restore);
     }
 
