@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Passes numbers on. Subtask 0 fails in each of its first {@code failingAttempts} attempts, at the
@@ -28,7 +27,6 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
 
     private static final Map<String, AtomicInteger> FAILURES = new ConcurrentHashMap<>();
     private static final Map<String, AtomicInteger> RESUMED = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicLong> PASSED = new ConcurrentHashMap<>();
 
     private final String run;
     private final long splitSize;
@@ -50,7 +48,6 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
         this.minRecords = minRecords;
         counter(FAILURES, run);
         counter(RESUMED, run);
-        PASSED.putIfAbsent(run, new AtomicLong());
     }
 
     /** The run's counter in this JVM (a task manager of its own has not seen the run yet). */
@@ -66,11 +63,6 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
     /** Attempts of {@code run} whose first record was not the start of a split. */
     public static int resumedAttempts(String run) {
         return counter(RESUMED, run).get();
-    }
-
-    /** Records passed on so far in {@code run}, over all attempts (replays count again). */
-    public static long passed(String run) {
-        return PASSED.computeIfAbsent(run, r -> new AtomicLong()).get();
     }
 
     @Override
@@ -106,7 +98,6 @@ public final class FailAfterCheckpoint extends RichMapFunction<Long, Long>
             counter(FAILURES, run).incrementAndGet();
             throw new InjectedFailure(seen);
         }
-        PASSED.computeIfAbsent(run, r -> new AtomicLong()).incrementAndGet();
         return value;
     }
 
