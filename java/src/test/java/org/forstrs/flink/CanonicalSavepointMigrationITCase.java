@@ -3,7 +3,6 @@ package org.forstrs.flink;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.AggregatingState;
 import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.ListState;
@@ -32,6 +31,8 @@ import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.testutils.CommonTestUtils;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
@@ -41,6 +42,7 @@ import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
@@ -64,8 +66,6 @@ import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -85,10 +85,8 @@ class CanonicalSavepointMigrationITCase {
     private static final long WINDOW = 1_000;
     private static final long TIMER_DELAY = 300;
     private static final long LISTED_EVERY = 97;
-    private static final int RECORDS_PER_MS = 12;
 
     private static final Map<String, Queue<String>> OUTPUT = new ConcurrentHashMap<>();
-    private static final Map<String, AtomicLong> PROGRESS = new ConcurrentHashMap<>();
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -100,26 +98,28 @@ class CanonicalSavepointMigrationITCase {
 
     @Test
     void hashMapToForStToRocksDbEmitsWhatAnUninterruptedRunEmits(
-            @TempDir Path primary, @TempDir Path checkpoints, @TempDir Path savepoints)
+            @TempDir Path primary,
+            @TempDir Path checkpoints,
+            @TempDir Path savepoints,
+            @InjectMiniCluster MiniCluster miniCluster)
             throws Exception {
         String run = "canonical-" + UUID.randomUUID();
         OUTPUT.put(run, new ConcurrentLinkedQueue<>());
-        PROGRESS.put(run, new AtomicLong());
 
         Configuration hashMap = config("hashmap", checkpoints);
-        JobClient onHashMap = submit(hashMap, null, 2, run);
-        awaitProgress(run, RECORDS / 4, onHashMap);
+        JobClient onHashMap = submit(hashMap, null, 2, run, RECORDS / 4);
+        awaitHeld(run, RECORDS / 4, onHashMap, miniCluster);
         Path fromHashMap = stopWithCanonicalSavepoint(onHashMap, savepoints);
 
         Configuration forSt = config("forst", checkpoints);
         forSt.setString("state.backend.forst.primary-dir", primary.toUri().toString());
-        JobClient onForSt = submit(forSt, fromHashMap, 3, run);
-        awaitProgress(run, RECORDS / 2, onForSt);
+        JobClient onForSt = submit(forSt, fromHashMap, 3, run, RECORDS / 2);
+        awaitHeld(run, RECORDS / 2, onForSt, miniCluster);
         Path fromForSt = stopWithCanonicalSavepoint(onForSt, savepoints);
 
-        submit(config("rocksdb", checkpoints), fromForSt, 2, run)
+        submit(config("rocksdb", checkpoints), fromForSt, 2, run, Long.MAX_VALUE)
                 .getJobExecutionResult()
-                .get(3, TimeUnit.MINUTES);
+                .get();
 
         List<String> actual = new ArrayList<>(OUTPUT.get(run));
         actual.sort(null);
@@ -148,8 +148,10 @@ class CanonicalSavepointMigrationITCase {
         return config;
     }
 
+    /** Submits the job; its input (over all jobs of the run) is held at {@code holdAt} records. */
     private static JobClient submit(
-            Configuration base, Path restoreFrom, int parallelism, String run) throws Exception {
+            Configuration base, Path restoreFrom, int parallelism, String run, long holdAt)
+            throws Exception {
         Configuration config = new Configuration(base);
         if (restoreFrom != null) {
             config.set(StateRecoveryOptions.SAVEPOINT_PATH, restoreFrom.toUri().toString());
@@ -158,17 +160,20 @@ class CanonicalSavepointMigrationITCase {
         env.setParallelism(parallelism);
         env.setMaxParallelism(128);
         build(env, run);
+        if (holdAt == Long.MAX_VALUE) {
+            PacedSequence.release(run);
+        } else {
+            PacedSequence.holdAt(run, holdAt);
+        }
         return env.executeAsync("canonical migration at parallelism " + parallelism);
     }
 
     private static void build(StreamExecutionEnvironment env, String run) {
         DataStream<Long> numbers =
-                env.fromSequence(0, RECORDS - 1)
+                // No checkpoints here: all input in one cycle, held only where the test says.
+                PacedSequence.of(env, run, RECORDS, (int) RECORDS)
                         .setParallelism(1)
                         .uid("numbers")
-                        .map(new Throttle(run))
-                        .setParallelism(1)
-                        .uid("throttle")
                         .assignTimestampsAndWatermarks(
                                 WatermarkStrategy.<Long>forMonotonousTimestamps()
                                         .withTimestampAssigner((value, previous) -> value))
@@ -249,16 +254,14 @@ class CanonicalSavepointMigrationITCase {
         return "final " + key + " " + count + " " + sum + " " + max + " " + listed + " " + pending;
     }
 
-    /** Waits until the throttle passed {@code records} on (over all runs of the test). */
-    private static void awaitProgress(String run, long records, JobClient job) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (PROGRESS.get(run).get() < records) {
-            assertThat(System.nanoTime())
-                    .as("progress to %s records", records)
-                    .isLessThan(deadline);
-            assertThat(job.getJobStatus().get().isGloballyTerminalState()).isFalse();
-            Thread.sleep(20);
-        }
+    /**
+     * Waits until every task runs (a savepoint needs them all) and the input emitted all it may
+     * (over all jobs of the run); no deadlines.
+     */
+    private static void awaitHeld(String run, long records, JobClient job, MiniCluster miniCluster)
+            throws Exception {
+        CommonTestUtils.waitForAllTaskRunning(miniCluster, job.getJobID(), false);
+        Await.until(records + " records", () -> PacedSequence.emitted(run) >= records, job);
     }
 
     private static Path stopWithCanonicalSavepoint(JobClient job, Path savepoints)
@@ -266,8 +269,8 @@ class CanonicalSavepointMigrationITCase {
         String location =
                 job.stopWithSavepoint(
                                 false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
-                        .get(90, TimeUnit.SECONDS);
-        job.getJobExecutionResult().get(90, TimeUnit.SECONDS);
+                        .get();
+        job.getJobExecutionResult().get();
         return Paths.get(URI.create(location));
     }
 
@@ -293,26 +296,6 @@ class CanonicalSavepointMigrationITCase {
         @Override
         public Long getKey(Long value) {
             return value % KEYS;
-        }
-    }
-
-    /** Passes records on at a bounded rate and counts them, so a stop lands mid-input. */
-    private static final class Throttle extends RichMapFunction<Long, Long> {
-        private static final long serialVersionUID = 1L;
-        private final String run;
-        private transient long seen;
-
-        Throttle(String run) {
-            this.run = run;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (++seen % RECORDS_PER_MS == 0) {
-                Thread.sleep(1);
-            }
-            PROGRESS.get(run).incrementAndGet();
-            return value;
         }
     }
 

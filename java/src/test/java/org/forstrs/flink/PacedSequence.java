@@ -8,7 +8,7 @@ import org.apache.flink.api.connector.source.util.ratelimit.RateLimiter;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.connector.datagen.source.GeneratorFunction;
-import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSource;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import java.util.ArrayList;
@@ -37,13 +37,13 @@ public final class PacedSequence {
     private PacedSequence() {}
 
     /** The numbers themselves. */
-    public static DataStream<Long> of(
+    public static DataStreamSource<Long> of(
             StreamExecutionEnvironment env, String run, long records, int recordsPerCheckpoint) {
         return of(env, run, records, recordsPerCheckpoint, i -> i, Types.LONG);
     }
 
     /** {@code generator} applied to each number. */
-    public static <T> DataStream<T> of(
+    public static <T> DataStreamSource<T> of(
             StreamExecutionEnvironment env,
             String run,
             long records,
