@@ -122,6 +122,7 @@ impl Checkpoint {
             column_families: self.column_families.clone(),
             tombstones: version.tombstones.clone(),
             files,
+            released: Vec::new(),
         }))
     }
 

@@ -47,6 +47,8 @@ pub(crate) struct SuperVersion {
 /// Guarded by one mutex that serializes manifest writes.
 pub(crate) struct MetaState {
     manifest_number: u64,
+    /// See `ManifestData::released`.
+    released: Vec<String>,
 }
 
 #[derive(Default)]
@@ -109,12 +111,13 @@ impl Db {
     pub fn open_with_storage(storage: StorageRef, options: DbOptions) -> Result<Db> {
         options.validate()?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-        let (manifest_number, data) = match block_on(read_latest_manifest(storage.as_ref()))? {
+        let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
+        let mut released = std::mem::take(&mut data.released);
         let live: HashSet<&str> = data.files.iter().map(|f| f.path.as_str()).collect();
-        let orphans = block_on(delete_orphans(storage.as_ref(), &live))?;
+        let orphans = block_on(delete_orphans(storage.as_ref(), &live, &mut released))?;
         if orphans > 0 {
             tracing::info!("deleted {orphans} SST files the manifest does not list");
         }
@@ -141,7 +144,7 @@ impl Db {
                 frozen: Vec::new(),
                 version: Arc::new(version),
             })),
-            meta: Mutex::new(MetaState { manifest_number }),
+            meta: Mutex::new(MetaState { manifest_number, released }),
             families: RwLock::new(
                 data.column_families
                     .iter()
@@ -605,10 +608,18 @@ impl DbInner {
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
         let mut meta = self.meta.lock().unwrap();
-        let mut version = (*self.current().version).clone();
+        let current = self.current().version.clone();
+        let mut version = (*current).clone();
         edit(&mut version);
         version.forget_spent_tombstones();
-        self.persist(&mut meta, &version)?;
+        let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
+        let given_away = current.files().filter(|f| !kept.contains(&f.number) && !f.is_owned());
+        let released_before = meta.released.len();
+        meta.released.extend(given_away.map(|f| f.path.clone()));
+        if let Err(e) = self.persist(&mut meta, &version) {
+            meta.released.truncate(released_before);
+            return Err(e);
+        }
         let mut sv = self.super_version.write().unwrap();
         let old = sv.version.clone();
         let frozen = sv
@@ -622,10 +633,9 @@ impl DbInner {
             memtable.set_flushed_into(version.clone());
         }
         *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version });
-        let live: std::collections::HashSet<u64> = sv.version.files().map(|f| f.number).collect();
         drop(sv);
         drop(meta);
-        old.files().filter(|f| !live.contains(&f.number)).for_each(|f| f.mark_obsolete());
+        old.files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());
         self.notify_background();
         Ok(())
     }
@@ -644,6 +654,7 @@ impl DbInner {
                 .enumerate()
                 .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
                 .collect(),
+            released: meta.released.clone(),
         };
         let number = meta.manifest_number + 1;
         block_on(write_manifest(self.storage.as_ref(), number, &data))?;

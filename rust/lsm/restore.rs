@@ -150,6 +150,7 @@ pub fn restore(
         column_families: families.into_iter().collect(),
         tombstones: Arc::new(FragmentedTombstones::new(tombstones)),
         files: order_levels(files)?,
+        released: Vec::new(),
     };
     block_on(manifest::write_manifest(storage.as_ref(), 1, &data))?;
     Db::open_with_storage(storage, options)
@@ -244,6 +245,7 @@ async fn copy_and_clip(
             storage.copy_in(src.as_ref(), src_path, &path).await?;
             file.record.number = number;
             file.record.path = path;
+            file.record.owned = true;
             let Some((start, end)) = file.clip.take() else {
                 return Ok(Some(file.record));
             };

@@ -3,6 +3,10 @@
 //! with put-if-absent. The highest-numbered manifest is the database; there is no log to replay
 //! and no rename, which object stores do not have atomically. Layout:
 //! `magic u64 | format u32 | body | crc32c(body) u32`, integers little-endian.
+//!
+//! Format 3 added file ownership: a flags byte per file (bit 0: external, i.e. handed over to a
+//! checkpoint, which the database must never delete) and, after the files, the released files
+//! (see `ManifestData::released`). Format 2 manifests still open: their files read as owned.
 
 use std::sync::Arc;
 
@@ -16,7 +20,10 @@ use crate::storage::{Storage, WriteMode};
 use crate::{Error, Result};
 
 const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
-const FORMAT_VERSION: u32 = 2;
+const FORMAT_VERSION: u32 = 3;
+/// The oldest format `decode` reads (without ownership: every file owned).
+const OLDEST_FORMAT_VERSION: u32 = 2;
+const FLAG_EXTERNAL: u8 = 1;
 const PREFIX: &str = "MANIFEST-";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +36,9 @@ pub struct FileRecord {
     pub tombstones_applied_through: SeqNo,
     /// See `TableFile::bounds`.
     pub bounds: Option<(Bytes, Bytes)>,
+    /// Whether the database deletes the file once no version lists it. An external file (handed
+    /// over to a checkpoint) belongs to whoever it was handed to.
+    pub owned: bool,
 }
 
 impl FileRecord {
@@ -50,6 +60,7 @@ impl FileRecord {
             props: file.props().clone(),
             tombstones_applied_through: file.tombstones_applied_through,
             bounds: file.bounds.clone(),
+            owned: file.is_owned(),
         }
     }
 }
@@ -64,6 +75,10 @@ pub struct ManifestData {
     /// which are fragmented when read.
     pub tombstones: Arc<FragmentedTombstones>,
     pub files: Vec<FileRecord>,
+    /// Files in the database's directory that no version lists any more and that the database
+    /// gave away (handed over to a checkpoint) before it dropped them: open must not collect them
+    /// as orphans. Names leave the list once the file is gone (its new owner deleted it).
+    pub released: Vec<String>,
 }
 
 pub fn manifest_path(number: u64) -> String {
@@ -142,6 +157,11 @@ pub fn encode(data: &ManifestData) -> Bytes {
                 put_bytes(&mut body, hi);
             }
         }
+        body.put_u8(if f.owned { 0 } else { FLAG_EXTERNAL });
+    }
+    body.put_u32_le(data.released.len() as u32);
+    for name in &data.released {
+        put_bytes(&mut body, name.as_bytes());
     }
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_u64_le(MAGIC);
@@ -161,7 +181,7 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
         return Err(bad(0, "bad manifest magic"));
     }
     let version = header.get_u32_le();
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(bad(8, &format!("unsupported manifest format {version}")));
     }
     let body = &bytes[12..bytes.len() - 4];
@@ -201,6 +221,14 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             1 => Some((r.bytes()?, r.bytes()?)),
             _ => return Err(bad(12, "bad bounds flag in manifest")),
         };
+        let owned = match version {
+            2 => true,
+            _ => match r.u8()? {
+                0 => true,
+                FLAG_EXTERNAL => false,
+                _ => return Err(bad(12, "bad file flags in manifest")),
+            },
+        };
         data.files.push(FileRecord {
             level,
             number,
@@ -209,7 +237,13 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             props,
             tombstones_applied_through,
             bounds,
+            owned,
         });
+    }
+    if version >= 3 {
+        for _ in 0..r.u32()? {
+            data.released.push(r.string()?);
+        }
     }
     if !r.buf.is_empty() {
         return Err(bad(12, "trailing bytes in manifest body"));
@@ -295,7 +329,9 @@ mod tests {
                 },
                 tombstones_applied_through: 9,
                 bounds: Some(("k2".into(), "k8".into())),
+                owned: false,
             }],
+            released: vec!["000003-ab.sst".into()],
         }
     }
 
@@ -332,6 +368,37 @@ mod tests {
             seq,
         };
         assert_eq!(data.tombstones.to_tombstones(), [fragment("a", "m", 5), fragment("m", "z", 3)]);
+    }
+
+    /// A format 2 manifest (before ownership) opens, and every file in it is the database's own.
+    #[test]
+    fn format_2_manifests_read_with_every_file_owned() {
+        let mut body = BytesMut::new();
+        body.put_u64_le(42); // last sequence number
+        body.put_u64_le(7); // next file number
+        body.put_u32_le(0); // column families
+        body.put_u32_le(0); // tombstones
+        body.put_u32_le(1); // files
+        body.put_u8(1); // level
+        body.put_u64_le(5);
+        put_bytes(&mut body, b"000005-ab.sst");
+        body.put_u64_le(1234);
+        put_bytes(&mut body, b"k1");
+        put_bytes(&mut body, b"k9");
+        for value in [1u64, 40, 10, 1234, 9] {
+            body.put_u64_le(value); // min seq, max seq, entries, size, tombstones applied
+        }
+        body.put_u8(0); // no bounds
+        let mut bytes = BytesMut::new();
+        bytes.put_u64_le(MAGIC);
+        bytes.put_u32_le(2);
+        bytes.put_slice(&body);
+        bytes.put_u32_le(crc32c::crc32c(&body));
+        let data = decode("m", bytes.freeze()).unwrap();
+        assert_eq!(data.files.len(), 1);
+        assert!(data.files[0].owned);
+        assert_eq!(data.files[0].path, "000005-ab.sst");
+        assert!(data.released.is_empty());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Versions: the immutable set of live SST files per level plus the range tombstones, swapped
 //! atomically on every flush and compaction. A reader or a checkpoint that holds an
 //! `Arc<Version>` (or the files' Arcs) keeps those files alive: a file leaves storage only when it
-//! is out of every version and its last Arc drops.
+//! is out of every version and its last Arc drops, and only if the database owns it: a file
+//! handed over to a checkpoint is external from then on, its new owner deletes it.
 
 pub mod manifest;
 mod obsolete;
@@ -42,6 +43,8 @@ pub struct TableFile {
     /// file holds, so every range check below works unchanged.
     pub bounds: Option<(Bytes, Bytes)>,
     obsolete: AtomicBool,
+    /// False once the file was handed over (see `manifest::FileRecord::owned`); never true again.
+    owned: AtomicBool,
     storage: StorageRef,
     deleter: Arc<ObsoleteFiles>,
 }
@@ -73,6 +76,7 @@ impl TableFile {
             tombstones_applied_through,
             bounds: None,
             obsolete: AtomicBool::new(false),
+            owned: AtomicBool::new(true),
             storage,
             deleter,
         }
@@ -95,6 +99,7 @@ impl TableFile {
             tombstones_applied_through: record.tombstones_applied_through,
             bounds: record.bounds.clone(),
             obsolete: AtomicBool::new(false),
+            owned: AtomicBool::new(record.owned),
             storage,
             deleter,
         }
@@ -164,11 +169,21 @@ impl TableFile {
     pub fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
     }
+
+    /// Whether the database deletes the file once obsolete.
+    pub fn is_owned(&self) -> bool {
+        self.owned.load(Ordering::Acquire)
+    }
+
+    /// Gives the file away (to a checkpoint): the database never deletes it from now on.
+    pub fn disown(&self) {
+        self.owned.store(false, Ordering::Release);
+    }
 }
 
 impl Drop for TableFile {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
+        if self.obsolete.load(Ordering::Acquire) && self.is_owned() {
             self.deleter.delete(self.storage.clone(), std::mem::take(&mut self.path));
         }
     }

@@ -36,19 +36,32 @@ impl ObsoleteFiles {
     }
 }
 
-/// Deletes the SSTs at the top of a database's directory that its manifest does not list
-/// (`live`): files a process left behind when it died before deleting what compaction replaced,
-/// or before a flush's manifest was written. Only the database writes SSTs there (a checkpoint
-/// copies them out, a restore copies them in before the manifest names them), so nobody else can
-/// need them. Returns how many went.
-pub async fn delete_orphans(storage: &dyn Storage, live: &HashSet<&str>) -> Result<usize> {
+/// Deletes the SSTs at the top of a database's directory that its manifest neither lists
+/// (`live`) nor names as given away (`released`): files a process left behind when it died before
+/// deleting what compaction replaced, or before a flush's manifest was written. Only the database
+/// writes SSTs there (a restore writes them before the manifest names them), and what it handed
+/// over to a checkpoint is in one of the two sets, so nobody else can need them. `released` keeps
+/// only the names still present (their new owner deletes the others). Returns how many went.
+pub async fn delete_orphans(
+    storage: &dyn Storage,
+    live: &HashSet<&str>,
+    released: &mut Vec<String>,
+) -> Result<usize> {
+    let given_away: HashSet<String> = released.iter().cloned().collect();
     let mut deleted = 0;
+    let mut present = HashSet::new();
     for file in storage.list("").await? {
         let path = file.path.as_str();
-        if path.ends_with(".sst") && !path.contains('/') && !live.contains(path) {
+        if !path.ends_with(".sst") || path.contains('/') || live.contains(path) {
+            continue;
+        }
+        if given_away.contains(path) {
+            present.insert(file.path);
+        } else {
             storage.delete(path).await?;
             deleted += 1;
         }
     }
+    released.retain(|r| present.contains(r));
     Ok(deleted)
 }
