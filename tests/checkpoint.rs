@@ -1,6 +1,7 @@
 //! Checkpoints, restore and rescale at the engine level (FLIP-428): exact state under concurrent
 //! flush and compaction, a failing copy fails only its checkpoint, 2 -> 3 -> 1 rescales that
-//! link files instead of rewriting them, and server-side copies on a real S3-compatible server.
+//! link files instead of rewriting them, server-side copies on a real S3-compatible server, and
+//! checkpoints that hand their files over instead of copying them.
 
 mod support;
 
@@ -129,6 +130,85 @@ fn assert_matches(db: &Db, model: &Model, groups: KeyGroups) {
         let cf = db.cf(name).unwrap();
         assert_eq!(db.get(&cf, key).unwrap().as_deref(), Some(value.as_slice()));
     }
+}
+
+/// The SST names at the top of a local directory.
+fn ssts_in(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".sst"))
+        .collect()
+}
+
+/// The live files of a database (those a new checkpoint pins).
+fn live_files(db: &Db) -> std::collections::BTreeSet<String> {
+    let mut checkpoint = db.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    checkpoint.files().unwrap().into_iter().map(|(name, _)| name).collect()
+}
+
+/// A checkpoint that hands its files over moves no byte: one manifest put records it, no file is
+/// created, written or copied. The database never deletes those files again: not when compaction
+/// replaces them, not at close, not when a reopen collects orphans, while the files it still owns
+/// go as before. The checkpoint restores exactly from the files where they are.
+#[test]
+fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = tmp.path().join("db");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let counted = Arc::new(FaultStorage::new(local(&db_dir)));
+    let groups = KeyGroups::new(0, KEY_GROUPS - 1);
+    // No background compaction: nothing but the hand-over may call the storage while it runs
+    // (the flush of the checkpoint's memtable is done once `wait_durable` returns).
+    let db = Db::open_with_storage(counted.clone(), restore_options()).unwrap();
+    let mut writer = Writer::new(db, groups, 11);
+    (0..4000).for_each(|_| writer.step());
+    let mut checkpoint = writer.db.checkpoint().unwrap();
+    let model_at_checkpoint = writer.model.clone();
+    checkpoint.wait_durable().unwrap();
+    let names: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert!(names.len() > 2, "a checkpoint of several files: {names:?}");
+
+    let moving = [OpKind::Create, OpKind::Write, OpKind::Copy];
+    let before: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
+    let puts = counted.calls(OpKind::Put);
+    checkpoint.hand_over(&names).unwrap();
+    let after: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
+    assert_eq!(after, before, "files created, written or copied by the hand-over");
+    assert_eq!(counted.calls(OpKind::Put), puts + 1, "the hand-over is one manifest put");
+    let manifest = checkpoint.manifest().unwrap();
+    drop(checkpoint);
+    let handed_over: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+
+    // Compaction replaces every handed-over file; close waits for the deletions it issued.
+    (0..4000).for_each(|_| writer.step());
+    writer.db.compact_all().unwrap();
+    let live = live_files(&writer.db);
+    assert!(live.is_disjoint(&handed_over), "compact_all rewrote every file");
+    writer.db.close().unwrap();
+    let expected: std::collections::BTreeSet<String> = live.union(&handed_over).cloned().collect();
+    assert_eq!(ssts_in(&db_dir), expected, "after compaction and close");
+
+    // A reopen collects orphans: the given-away files are not among them.
+    std::fs::write(db_dir.join("000999999-orphan.sst"), b"left by a dead process").unwrap();
+    let reopened = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    assert_eq!(ssts_in(&db_dir), expected, "after reopen");
+    reopened.compact_all().unwrap();
+    reopened.close().unwrap();
+    assert!(ssts_in(&db_dir).is_superset(&handed_over), "after a second compaction");
+
+    let source = RestoreSource {
+        manifest,
+        files: names.iter().map(|n| (n.clone(), (local(&db_dir), n.clone()))).collect(),
+        key_groups: groups,
+    };
+    let restored_dir = tmp.path().join("restored");
+    std::fs::create_dir_all(&restored_dir).unwrap();
+    let restored =
+        restore(local(&restored_dir), vec![source], layout(0, KEY_GROUPS - 1), restore_options())
+            .unwrap();
+    assert_matches(&restored, &model_at_checkpoint, groups);
 }
 
 #[test]

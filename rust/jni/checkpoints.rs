@@ -120,6 +120,23 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
     })
 }
 
+/// `static native void checkpointHandOver(long checkpoint, String[] names)`: the files become
+/// the checkpoint's where they are (see `Checkpoint::hand_over`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointHandOver<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+    names: JObjectArray<'l>,
+) {
+    guard(&mut env, |env| {
+        let names = strings(env, &names, "names")?;
+        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).hand_over(&names)?;
+        Ok(())
+    })
+}
+
 /// `static native int checkpointReadFile(long checkpoint, String name, long position,
 /// ByteBuffer out, int outOffset, int length)`: reads up to `length` bytes of the checkpoint's
 /// file `name` from `position` into the direct buffer `out` at `outOffset`. Returns the bytes

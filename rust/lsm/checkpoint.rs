@@ -1,7 +1,9 @@
 //! Checkpoints (FLIP-428): the synchronous phase freezes the memtable and pins the current files,
 //! without I/O; the asynchronous phase waits for the frozen data to be flushed, then describes the
-//! checkpoint (its files and a manifest) and copies the files into a checkpoint directory, inside
-//! the storage whenever it can (hard link, server-side copy).
+//! checkpoint (its files and a manifest) and either hands the files over where they are (they
+//! become the checkpoint's; the database never deletes them again) or, when the checkpoint lives
+//! on another file system or must own its files (native savepoints), copies them into a
+//! checkpoint directory, inside the storage whenever it can (hard link, server-side copy).
 //!
 //! What a checkpoint holds is exact: the version that the flush of the last memtable frozen at the
 //! synchronous phase installed. Memtables flush in order, so that version has every write up to
@@ -140,6 +142,23 @@ impl Checkpoint {
             return Ok(Bytes::new());
         }
         block_on(read_range_exact(self.db.storage.as_ref(), &file.path, start..end))
+    }
+
+    /// Hands the checkpoint's files `names` over to the checkpoint where they are, in the
+    /// database's directory under the same names: no byte moves. From then on the database never
+    /// deletes them (whoever holds the checkpoint does, Flink's SharedStateRegistry); a new
+    /// manifest records that before this returns, so a reopen does not collect them either.
+    pub fn hand_over(&self, names: &[String]) -> Result<()> {
+        let by_name: HashMap<&str, &Arc<TableFile>> =
+            self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
+        let mut files = Vec::with_capacity(names.len());
+        for name in names {
+            let file = by_name.get(name.as_str()).ok_or_else(|| {
+                Error::invalid(format!("{name} is not a file of this checkpoint"))
+            })?;
+            files.push((*file).clone());
+        }
+        self.db.give_away(&files)
     }
 
     /// Copies files of the checkpoint, `(name, destination name)`, into `dest`, concurrently.

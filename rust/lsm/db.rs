@@ -640,6 +640,30 @@ impl DbInner {
         Ok(())
     }
 
+    /// Gives `files` away (see `TableFile::disown`) and records it in a new manifest: those
+    /// still live as external, the others (a compaction replaced them since they were pinned)
+    /// among the released files, so that open does not collect them as orphans. On failure the
+    /// files this call disowned are owned again.
+    pub fn give_away(&self, files: &[Arc<TableFile>]) -> Result<()> {
+        let mut meta = self.meta.lock().unwrap();
+        let disowned: Vec<&Arc<TableFile>> = files.iter().filter(|f| f.is_owned()).collect();
+        if disowned.is_empty() {
+            return Ok(());
+        }
+        disowned.iter().for_each(|f| f.disown());
+        let current = self.current().version.clone();
+        let live: HashSet<u64> = current.files().map(|f| f.number).collect();
+        let released_before = meta.released.len();
+        let dropped = disowned.iter().filter(|f| !live.contains(&f.number));
+        meta.released.extend(dropped.map(|f| f.path.clone()));
+        if let Err(e) = self.persist(&mut meta, &current) {
+            meta.released.truncate(released_before);
+            disowned.iter().for_each(|f| f.own_again());
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Edits of the version go through here with the meta lock held, so the version passed is the
     /// one to persist and manifests are numbered without gaps.
     fn persist(&self, meta: &mut MutexGuard<'_, MetaState>, version: &Version) -> Result<()> {

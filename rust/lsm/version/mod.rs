@@ -43,7 +43,7 @@ pub struct TableFile {
     /// file holds, so every range check below works unchanged.
     pub bounds: Option<(Bytes, Bytes)>,
     obsolete: AtomicBool,
-    /// False once the file was handed over (see `manifest::FileRecord::owned`); never true again.
+    /// False once the file was handed over (see `manifest::FileRecord::owned`).
     owned: AtomicBool,
     storage: StorageRef,
     deleter: Arc<ObsoleteFiles>,
@@ -178,6 +178,12 @@ impl TableFile {
     /// Gives the file away (to a checkpoint): the database never deletes it from now on.
     pub fn disown(&self) {
         self.owned.store(false, Ordering::Release);
+    }
+
+    /// Undoes `disown` when the hand-over could not be recorded (the file is still pinned by the
+    /// checkpoint that tried, so it cannot have been deleted or dropped meanwhile).
+    pub(crate) fn own_again(&self) {
+        self.owned.store(true, Ordering::Release);
     }
 }
 

@@ -196,6 +196,14 @@ public final class ForStNative {
             long checkpoint, String[] names, String destDir, String[] destNames);
 
     /**
+     * Hands checkpoint files {@code names} over to the checkpoint where they are, in the DB
+     * directory under the same names: no byte moves. The DB never deletes them again (whoever
+     * holds the checkpoint does: Flink's SharedStateRegistry); a new DB manifest records it before
+     * this returns.
+     */
+    public static native void checkpointHandOver(long checkpoint, String[] names);
+
+    /**
      * Reads part of a checkpoint file, for checkpoint storages that take streams instead of files
      * (the JobManager's): Java streams the file into Flink's checkpoint stream chunk by chunk.
      *

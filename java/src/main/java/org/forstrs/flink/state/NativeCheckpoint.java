@@ -51,6 +51,18 @@ public final class NativeCheckpoint {
     }
 
     /**
+     * Hands the files {@code names} over to the checkpoint where they are ({@code
+     * <db directory>/<name>}): the DB never deletes them again.
+     */
+    public void handOver(String[] names) {
+        db.whileOpen(
+                () -> {
+                    ForStNative.checkpointHandOver(handle, names);
+                    return null;
+                });
+    }
+
+    /**
      * Writes the checkpoint file {@code name} of {@code size} bytes to {@code out}, reading it from
      * the DB's storage chunk by chunk (for checkpoint storages that take streams, not files).
      */
