@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use forst::lsm::{
-    Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, restore,
+    Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource,
+    delete_database, restore,
 };
-use forst::storage::{FaultStorage, LocalStorage, OpKind, StorageRef};
+use forst::storage::{FaultStorage, LocalStorage, OpKind, StorageRef, block_on};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -197,6 +198,16 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
     reopened.compact_all().unwrap();
     reopened.close().unwrap();
     assert!(ssts_in(&db_dir).is_superset(&handed_over), "after a second compaction");
+
+    // Deleting the database deletes what it owns only; a database opened there later keeps
+    // protecting the files it gave away.
+    let kept = block_on(delete_database(local(&db_dir).as_ref())).unwrap();
+    assert_eq!(kept, handed_over.len());
+    assert_eq!(ssts_in(&db_dir), handed_over, "after deleting the database");
+    let fresh = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    assert!(fresh.cf("counts").is_none(), "a deleted database opens empty");
+    fresh.close().unwrap();
+    assert_eq!(ssts_in(&db_dir), handed_over, "after opening the deleted database");
 
     let source = RestoreSource {
         manifest,

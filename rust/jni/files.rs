@@ -16,6 +16,7 @@ use super::guard::{Failure, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
+use crate::lsm::delete_database;
 use crate::storage::{FileWriter, block_on, delete_tree, open_storage};
 
 /// A file being written; `None` once finished or aborted.
@@ -140,6 +141,25 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
             Ok(()) | Err(crate::Error::NotFound(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    })
+}
+
+/// `static native int deleteDatabase(String dirUri, String[] options)`: deletes the files of the
+/// closed database at `dirUri` that it owns, keeping those it handed over to checkpoints (see
+/// `lsm::delete_database`). Returns how many it kept.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDatabase<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    dir_uri: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jint {
+    guard(&mut env, |env| {
+        let dir_uri = string(env, &dir_uri, "dirUri")?;
+        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let storage = open_storage(&dir_uri, &storage_options)?;
+        let kept = block_on(delete_database(storage.as_ref()))?;
+        Ok(jint::try_from(kept).unwrap_or(jint::MAX))
     })
 }
 

@@ -16,6 +16,7 @@ pub mod db;
 pub mod db_iterator;
 #[cfg(test)]
 mod db_tests;
+mod destroy;
 mod flush;
 pub mod iterator;
 pub mod iterators;
@@ -40,6 +41,7 @@ pub use checkpoint::Checkpoint;
 pub use column_family::ColumnFamily;
 pub use db::Db;
 pub use db_iterator::DbIterator;
+pub use destroy::delete_database;
 pub use options::DbOptions;
 pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
 pub use stats::{DbStats, EXPORTED_STATS};

@@ -106,7 +106,11 @@ pub fn restore(
     options: DbOptions,
 ) -> Result<Db> {
     validate(&layout)?;
-    if block_on(read_latest_manifest(storage.as_ref()))?.is_some() {
+    // A deleted database that kept files its checkpoints own is an empty one (see
+    // `delete_database`): the restored database goes on protecting them.
+    let (previous_manifest, previous) =
+        block_on(read_latest_manifest(storage.as_ref()))?.unwrap_or_default();
+    if !previous.files.is_empty() || !previous.column_families.is_empty() {
         return Err(Error::invalid(format!(
             "cannot restore into {}: it already holds a database",
             storage.url()
@@ -150,9 +154,9 @@ pub fn restore(
         column_families: families.into_iter().collect(),
         tombstones: Arc::new(FragmentedTombstones::new(tombstones)),
         files: order_levels(files)?,
-        released: Vec::new(),
+        released: previous.released,
     };
-    block_on(manifest::write_manifest(storage.as_ref(), 1, &data))?;
+    block_on(manifest::write_manifest(storage.as_ref(), previous_manifest + 1, &data))?;
     Db::open_with_storage(storage, options)
 }
 

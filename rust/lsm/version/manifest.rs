@@ -85,6 +85,11 @@ pub fn manifest_path(number: u64) -> String {
     format!("{PREFIX}{number:012}")
 }
 
+/// Whether `path` (relative to a database's directory) is one of its manifests.
+pub fn is_manifest(path: &str) -> bool {
+    manifest_number(path).is_some()
+}
+
 fn manifest_number(path: &str) -> Option<u64> {
     path.strip_prefix(PREFIX)?.parse().ok()
 }

@@ -275,6 +275,17 @@ public final class ForStNative {
     public static native void fileDelete(String dirUri, String[] options, String name);
 
     /**
+     * Deletes the files of the closed DB at {@code dirUri} that the DB owns, through the native
+     * side (any scheme the engine reaches). Files it handed over to checkpoints stay, under an
+     * empty DB that keeps protecting them from orphan collection; their checkpoints' owner (Flink's
+     * SharedStateRegistry) deletes them.
+     *
+     * @param options as for {@link #open} (only the storage keys matter)
+     * @return how many files were kept (0: nothing is left but, maybe, empty directories)
+     */
+    public static native int deleteDatabase(String dirUri, String[] options);
+
+    /**
      * Deletes the directory {@code dirUri} with everything under it through the native store, if
      * the native side serves its scheme ({@code s3}, {@code memory}, {@code file}, unless {@code
      * fs.force-proxy}): one listing and bulk deletes on S3.

@@ -80,6 +80,42 @@ class CheckpointRecoveryITCase {
     }
 
     /**
+     * With {@code primary-dir: checkpoint-dir} the DBs work in the job's checkpoint directory and
+     * checkpoints take the new SSTs where they are: none is copied and no byte goes through the
+     * process, later checkpoints reference them again, and Flink's SharedStateRegistry deletes them
+     * once no retained checkpoint needs them. Every recovery restores exact counts from files in
+     * the directories of DBs of earlier attempts, disposed since (they kept what checkpoints own),
+     * while older checkpoints are subsumed and discarded: a file a live checkpoint needs is never
+     * lost.
+     */
+    @Test
+    void checkpointsHandFilesOverWithPrimaryDirOnCheckpointDir(@TempDir Path checkpoints)
+            throws Exception {
+        String run = "hand-over-" + UUID.randomUUID();
+        long records = 80_000;
+        int failingAttempts = 7;
+        Configuration config = CountingJob.config(checkpoints, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        CheckpointStatsLog.clear();
+        StreamExecutionEnvironment env = environment(config);
+        CountingJob.build(env, run, records, KEYS, RECORDS_PER_CHECKPOINT, failingAttempts, 1);
+
+        env.execute("counting with failures, files handed over");
+
+        assertFailedAndResumed(run, failingAttempts);
+        assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        List<CheckpointStats> stats = CheckpointStatsLog.recent();
+        assertThat(stats).isNotEmpty();
+        assertThat(stats)
+                .as("no SST copied, no byte through the process")
+                .allMatch(s -> s.filesCopied() == 0)
+                .allMatch(s -> s.bytesCopied() == 0)
+                .allMatch(s -> s.bytesThroughProcess() == 0);
+        assertThat(stats).as("new SSTs handed over").anyMatch(s -> s.filesHandedOver() > 0);
+        assertThat(stats).as("handed-over SSTs reused").anyMatch(s -> s.filesReused() > 0);
+    }
+
+    /**
      * The same with the checkpoint storage Flink uses when no checkpoint directory is set, the
      * JobManager's: SSTs go through Flink's checkpoint streams (read by the native side, held by
      * the JobManager), later checkpoints reference earlier uploads, and every recovery restores

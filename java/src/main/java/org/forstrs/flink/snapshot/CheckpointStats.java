@@ -14,6 +14,8 @@ import java.util.List;
  *     JobManager keeps the handle's id
  * @param filesReused SST files referenced from an earlier confirmed checkpoint
  * @param bytesCopied total size of the copied SST files
+ * @param filesHandedOver new SST files the checkpoint took where they are, in the DB directory
+ *     (no byte moved; the DB never deletes them again)
  */
 public record CheckpointStats(
         long checkpointId,
@@ -22,7 +24,8 @@ public record CheckpointStats(
         long bytesThroughProcess,
         List<String> copiedTo,
         int filesReused,
-        long bytesCopied) {
+        long bytesCopied,
+        int filesHandedOver) {
 
     /** SST files copied for this checkpoint. */
     public int filesCopied() {

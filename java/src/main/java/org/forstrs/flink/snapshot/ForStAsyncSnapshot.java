@@ -46,10 +46,13 @@ import java.util.function.Consumer;
  * meta info, and returns an {@link IncrementalRemoteKeyedStateHandle} whose shared SSTs Flink's
  * SharedStateRegistry owns from then on.
  *
- * <p>Uploads are copies into the checkpoint directory inside the storage (hard link, server-side
- * copy) where the checkpoint storage is a file system ({@link #inStorageTarget}); any other
- * storage (the JobManager's) gets each SST's bytes, read through the native side, as one Flink
- * checkpoint stream.
+ * <p>A checkpoint whose shared directory is on the DB's file system ({@link FileHandOver}) takes
+ * the new SSTs where they are: they are handed over (the DB never deletes them again) and the
+ * handle points at them in the DB directory, so no byte moves. Otherwise uploads are copies into
+ * the checkpoint directory inside the storage (hard link, server-side copy) where the checkpoint
+ * storage is a file system ({@link #inStorageTarget}); any other storage (the JobManager's) gets
+ * each SST's bytes, read through the native side, as one Flink checkpoint stream. Savepoints
+ * always copy: they must own their files.
  *
  * <p>A checkpoint shares files ({@code SHARED} scope, earlier confirmed files referenced by
  * placeholder); a savepoint ({@link SharingFilesStrategy#NO_SHARING}) uploads every file in its
@@ -144,14 +147,29 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                 streamFactory.reusePreviousStateHandle(reusedSegments);
             }
 
-            long bytesCopied = 0;
+            long newBytes = 0;
             for (int i : newFiles) {
-                bytesCopied += sizes[i];
+                newBytes += sizes[i];
             }
             List<String> copiedTo = new ArrayList<>(newFiles.size());
             long throughProcess;
             Path target = inStorageTarget(streamFactory, scope);
-            if (target != null) {
+            String[] handOver = null;
+            if (target != null
+                    && sharing != SharingFilesStrategy.NO_SHARING
+                    && FileHandOver.applies(checkpoint.dbUri(), target)) {
+                throughProcess = 0;
+                handOver = new String[newFiles.size()];
+                for (int j = 0; j < newFiles.size(); j++) {
+                    int i = newFiles.get(j);
+                    handOver[j] = names[i];
+                    Path inDb = new Path(checkpoint.dbUri() + "/" + names[i]);
+                    HandleAndLocalPath file =
+                            HandleAndLocalPath.of(new FileStateHandle(inDb, sizes[i]), names[i]);
+                    shared.add(file);
+                    uploads.add(file);
+                }
+            } else if (target != null) {
                 throughProcess = copyInStorage(checkpoint, names, newFiles, target, copies);
                 for (int j = 0; j < newFiles.size(); j++) {
                     int i = newFiles.get(j);
@@ -163,7 +181,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                     copiedTo.add(copies.get(j).toString());
                 }
             } else {
-                throughProcess = bytesCopied;
+                throughProcess = newBytes;
                 for (int i : newFiles) {
                     String name = names[i];
                     long size = sizes[i];
@@ -204,9 +222,14 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                             shared,
                             List.of(HandleAndLocalPath.of(manifestHandle, MANIFEST_NAME)),
                             metaHandle,
-                            bytesCopied + manifestHandle.getStateSize() + metaHandle.getStateSize());
+                            newBytes + manifestHandle.getStateSize() + metaHandle.getStateSize());
             if (!registry.unregisterCloseable(cancelMarker)) {
                 throw new CancellationException("Checkpoint " + checkpointId + " was cancelled");
+            }
+            if (handOver != null) {
+                // Last, once nothing can cancel the checkpoint any more: a cancelled one leaves
+                // its files with the DB, which deletes them as usual.
+                checkpoint.handOver(handOver);
             }
             if (sharedFiles != null) {
                 sharedFiles.record(checkpointId, uploads);
@@ -219,7 +242,8 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                             throughProcess,
                             copiedTo,
                             reusedUploads.size(),
-                            bytesCopied));
+                            handOver == null ? newBytes : 0,
+                            handOver == null ? 0 : handOver.length));
             done = true;
             return SnapshotResult.of(handle);
         } finally {

@@ -101,13 +101,14 @@ public final class ForStSnapshotStrategy<K>
         // one line per subtask per checkpoint: DEBUG, or it floods the task managers' logs
         LOG.debug(
                 "ForSt-RS checkpoint {} of backend {}: sync {} us, async {} ms, {} files copied"
-                        + " ({} bytes), {} reused, {} bytes through the process",
+                        + " ({} bytes), {} handed over, {} reused, {} bytes through the process",
                 stats.checkpointId(),
                 backendUid,
                 stats.syncNanos() / 1_000,
                 stats.asyncNanos() / 1_000_000,
                 stats.filesCopied(),
                 stats.bytesCopied(),
+                stats.filesHandedOver(),
                 stats.filesReused(),
                 stats.bytesThroughProcess());
         statsListener.accept(stats);

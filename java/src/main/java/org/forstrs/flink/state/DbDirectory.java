@@ -84,7 +84,9 @@ public final class DbDirectory {
     }
 
     /**
-     * Deletes the DB directory itself. Where the engine serves the scheme itself (s3), through
+     * Deletes the DB directory itself, unless it holds files the DB handed over to checkpoints:
+     * then only what the DB owns goes (their owner, Flink's SharedStateRegistry, deletes the rest).
+     * Where the engine serves the scheme itself (s3), through
      * the engine's store: it wrote the files with exactly these settings (endpoint, credentials),
      * which Flink may not have a file system for (no flink-s3-fs-* plugin) or may reach with other
      * ones, and it deletes in bulk. Other schemes through Flink's file system, as the engine
@@ -92,6 +94,14 @@ public final class DbDirectory {
      */
     private static void delete(String uri, String[] nativeOptions) throws IOException {
         File local = localDirectory(uri);
+        if (local != null && !local.exists()) {
+            return;
+        }
+        int kept = ForStNative.deleteDatabase(uri, nativeOptions);
+        if (kept > 0) {
+            LOG.info("Deleted {}, keeping the {} files that checkpoints own", uri, kept);
+            return;
+        }
         if (local != null) {
             FileUtils.deleteDirectory(local);
             return;

@@ -25,6 +25,11 @@ public final class NativeCheckpoint {
         this.handle = handle;
     }
 
+    /** The directory of the DB the checkpoint is of, as the engine opened it. */
+    public String dbUri() {
+        return db.uri();
+    }
+
     /** Waits for the frozen data to be flushed; returns the opaque manifest. */
     public byte[] manifest() {
         return db.whileOpen(() -> ForStNative.checkpointManifest(handle));
