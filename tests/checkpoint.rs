@@ -1,12 +1,11 @@
 //! Checkpoints, restore and rescale at the engine level (FLIP-428): exact state under concurrent
 //! flush and compaction, a failing copy fails only its checkpoint, 2 -> 3 -> 1 rescales that
-//! link files instead of rewriting them, server-side copies on a real S3-compatible server, and
+//! reference the checkpoints' files instead of copying or rewriting them, server-side copies on a real S3-compatible server, and
 //! checkpoints that hand their files over instead of copying them.
 
 mod support;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -290,21 +289,18 @@ fn a_failed_copy_fails_that_checkpoint_only() {
     assert_matches(&restored, &writer.model, all);
 }
 
-/// Hard links: a restored file shares its inode with the checkpoint's copy.
-fn assert_all_linked(dir: &std::path::Path) {
-    let ssts: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
-    assert!(!ssts.is_empty());
-    for sst in ssts {
-        assert!(std::fs::metadata(&sst).unwrap().nlink() >= 2, "{} was rewritten", sst.display());
-    }
+/// A restore by reference: the new directory holds no SST (nothing copied, linked or downloaded).
+fn assert_referenced(dir: &std::path::Path) {
+    assert_eq!(
+        ssts_in(dir),
+        std::collections::BTreeSet::new(),
+        "files placed in {}",
+        dir.display()
+    );
 }
 
 #[test]
-fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
+fn rescale_two_to_three_to_one_references_files_and_keeps_exact_state() {
     let tmp = tempfile::tempdir().unwrap();
     let halves = [KeyGroups::new(0, 63), KeyGroups::new(64, 127)];
     let mut model = Model::new();
@@ -331,6 +327,8 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
         ));
     }
 
+    let checkpoint_files: Vec<_> =
+        (0..2).map(|i| ssts_in(&tmp.path().join(format!("chk{i}")))).collect();
     let thirds = [KeyGroups::new(0, 42), KeyGroups::new(43, 85), KeyGroups::new(86, 127)];
     let mut next = Vec::new();
     for (i, groups) in thirds.into_iter().enumerate() {
@@ -339,10 +337,16 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
         let db =
             restore(local(&dir), sources, layout(groups.first, groups.last), restore_options())
                 .unwrap();
-        assert_all_linked(&dir);
+        assert_referenced(&dir);
         assert_matches(&db, &model, groups);
-        // Compaction drops what lies outside the bounds, and the state stays the same.
+        // Compaction rewrites the checkpoints' files into files of its own, dropping what lies
+        // outside the bounds; the state stays the same and the checkpoints keep every file.
         db.compact_all().unwrap();
+        db.wait_for_file_deletions();
+        assert!(!ssts_in(&dir).is_empty(), "compaction wrote files of its own");
+        for (j, files) in checkpoint_files.iter().enumerate() {
+            assert_eq!(&ssts_in(&tmp.path().join(format!("chk{j}"))), files);
+        }
         assert_matches(&db, &model, groups);
         next.push(complete(
             db.checkpoint().unwrap(),
@@ -353,7 +357,7 @@ fn rescale_two_to_three_to_one_links_files_and_keeps_exact_state() {
 
     let dir = tmp.path().join("one");
     let db = restore(local(&dir), next, layout(0, 127), restore_options()).unwrap();
-    assert_all_linked(&dir);
+    assert_referenced(&dir);
     assert_matches(&db, &model, KeyGroups::new(0, 127));
 }
 

@@ -74,6 +74,31 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileNames<'l>(
     .into_raw()
 }
 
+/// `static native String[] checkpointFileLocations(long checkpoint)`: per file of
+/// `checkpointFileNames`, its URI when it lives outside the database's directory, else null.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileLocations<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    checkpoint: jlong,
+) -> ::jni::sys::jobjectArray {
+    guard(&mut env, |env| {
+        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let locations = handle.checkpoint.lock().unwrap().file_locations()?;
+        let array =
+            env.new_object_array(locations.len() as jint, "java/lang/String", JObject::null())?;
+        for (i, location) in locations.iter().enumerate() {
+            if let Some(location) = location {
+                let location = env.new_string(location)?;
+                let location = env.auto_local(location);
+                env.set_object_array_element(&array, i as jint, &*location)?;
+            }
+        }
+        Ok(array)
+    })
+    .into_raw()
+}
+
 /// `static native long[] checkpointFileSizes(long checkpoint)`
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileSizes<'l>(

@@ -109,6 +109,13 @@ impl Checkpoint {
         Ok(self.durable_version()?.files().map(|f| (f.path.clone(), f.size)).collect())
     }
 
+    /// Where each file of `files` lives when not in the database's directory (a checkpoint's
+    /// file restored by reference: see `manifest::FileRecord::location`), in the same order. Such
+    /// a file cannot be handed over; it is the earlier checkpoint's already.
+    pub fn file_locations(&self) -> Result<Vec<Option<String>>> {
+        Ok(self.durable_version()?.files().map(|f| f.location.clone()).collect())
+    }
+
     /// The checkpoint's manifest: what `restore` needs besides the files.
     pub fn manifest(&self) -> Result<Bytes> {
         let version = self.durable_version()?;
@@ -141,7 +148,8 @@ impl Checkpoint {
         if start == end {
             return Ok(Bytes::new());
         }
-        block_on(read_range_exact(self.db.storage.as_ref(), &file.path, start..end))
+        let (storage, path) = file.stored_at();
+        block_on(read_range_exact(storage.as_ref(), path, start..end))
     }
 
     /// Hands the checkpoint's files `names` over to the checkpoint where they are, in the
@@ -156,6 +164,12 @@ impl Checkpoint {
             let file = by_name.get(name.as_str()).ok_or_else(|| {
                 Error::invalid(format!("{name} is not a file of this checkpoint"))
             })?;
+            if let Some(location) = &file.location {
+                return Err(Error::invalid(format!(
+                    "{name} is not in the database's directory but at {location}: it cannot be \
+                     handed over"
+                )));
+            }
             files.push((*file).clone());
         }
         self.db.give_away(&files)
@@ -167,13 +181,13 @@ impl Checkpoint {
     pub fn copy_files(&self, copies: &[(String, String)], dest: &dyn Storage) -> Result<u64> {
         let by_name: HashMap<&str, &Arc<TableFile>> =
             self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
-        let source = self.db.storage.as_ref();
         let mut jobs = Vec::with_capacity(copies.len());
         for (name, dest_name) in copies {
             let file = by_name.get(name.as_str()).ok_or_else(|| {
                 Error::invalid(format!("{name} is not a file of this checkpoint"))
             })?;
-            jobs.push(async move { dest.copy_in(source, &file.path, dest_name).await });
+            let (source, path) = file.stored_at();
+            jobs.push(async move { dest.copy_in(source.as_ref(), path, dest_name).await });
         }
         block_on(
             futures::stream::iter(jobs).buffer_unordered(COPY_CONCURRENCY).try_fold(

@@ -5,7 +5,7 @@
 //! manifest lists the new file; a crash loses what was written after the last flush, by design
 //! (Flink restores from its last checkpoint, which flushes first).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::JoinHandle;
@@ -26,7 +26,7 @@ use crate::lsm::stats::{DbStats, EngineCounters};
 use crate::lsm::ttl::{TtlFilter, TtlFilters};
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
-    write_manifest,
+    split_location, write_manifest,
 };
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
 use crate::lsm::{compaction, flush, read};
@@ -109,6 +109,16 @@ impl Db {
     }
 
     pub fn open_with_storage(storage: StorageRef, options: DbOptions) -> Result<Db> {
+        Self::open_resolving(storage, options, &|url| open_storage(url, &StorageOptions::default()))
+    }
+
+    /// As `open_with_storage`; `resolve` opens the directories (URLs) of the files that live
+    /// outside the database's own (checkpoint files restored by reference).
+    pub fn open_resolving(
+        storage: StorageRef,
+        options: DbOptions,
+        resolve: &dyn Fn(&str) -> Result<StorageRef>,
+    ) -> Result<Db> {
         options.validate()?;
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
@@ -116,13 +126,14 @@ impl Db {
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
         };
         let mut released = std::mem::take(&mut data.released);
-        let live: HashSet<&str> = data.files.iter().map(|f| f.path.as_str()).collect();
+        let in_directory = data.files.iter().filter(|f| f.location.is_none());
+        let live: HashSet<&str> = in_directory.map(|f| f.path.as_str()).collect();
         let orphans = block_on(delete_orphans(storage.as_ref(), &live, &mut released))?;
         if orphans > 0 {
             tracing::info!("deleted {orphans} SST files the manifest does not list");
         }
         let obsolete_files = Arc::new(ObsoleteFiles::default());
-        let version = load_version(&storage, &cache, &obsolete_files, &data)?;
+        let version = load_version(&storage, resolve, &cache, &obsolete_files, &data)?;
         if manifest_number > 1 {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
@@ -613,7 +624,9 @@ impl DbInner {
         edit(&mut version);
         version.forget_spent_tombstones();
         let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
-        let given_away = current.files().filter(|f| !kept.contains(&f.number) && !f.is_owned());
+        let given_away = current
+            .files()
+            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location.is_none());
         let released_before = meta.released.len();
         meta.released.extend(given_away.map(|f| f.path.clone()));
         if let Err(e) = self.persist(&mut meta, &version) {
@@ -696,11 +709,13 @@ impl DbInner {
 /// The version a manifest describes; no file is read (tables open on first use).
 fn load_version(
     storage: &StorageRef,
+    resolve: &dyn Fn(&str) -> Result<StorageRef>,
     cache: &Arc<BlockCache>,
     obsolete_files: &Arc<ObsoleteFiles>,
     data: &ManifestData,
 ) -> Result<Version> {
     let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
+    let mut elsewhere: HashMap<&str, StorageRef> = HashMap::new();
     for record in &data.files {
         let level = record.level as usize;
         if level >= NUM_LEVELS {
@@ -710,8 +725,19 @@ fn load_version(
                 format!("file {} at level {level}", record.path),
             ));
         }
-        let file =
-            TableFile::from_record(record, storage.clone(), cache.clone(), obsolete_files.clone());
+        let holder = match record.location.as_deref() {
+            None => storage.clone(),
+            Some(location) => {
+                let (dir, _) = split_location(location).ok_or_else(|| {
+                    Error::corruption("manifest", 0, format!("bad file location {location:?}"))
+                })?;
+                match elsewhere.get(dir) {
+                    Some(holder) => holder.clone(),
+                    None => elsewhere.entry(dir).or_insert(resolve(dir)?).clone(),
+                }
+            }
+        };
+        let file = TableFile::from_record(record, holder, cache.clone(), obsolete_files.clone());
         version.levels[level].push(Arc::new(file));
     }
     Ok(version)

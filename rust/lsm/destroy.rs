@@ -23,7 +23,7 @@ pub async fn delete_database(storage: &dyn Storage) -> Result<usize> {
     let kept: Vec<String> = data
         .files
         .iter()
-        .filter(|f| !f.owned)
+        .filter(|f| !f.owned && f.location.is_none())
         .map(|f| f.path.clone())
         .chain(data.released.iter().cloned())
         .collect();

@@ -26,7 +26,7 @@ use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData, read_latest_manifest};
-use crate::storage::{StorageRef, block_on};
+use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
 
 /// Files copied or opened at once during a restore.
@@ -147,7 +147,9 @@ pub fn restore(
         }
     }
     let session = random_session()?;
-    let files = block_on(copy_and_clip(&storage, planned, session))?;
+    let holders: HashMap<String, StorageRef> =
+        planned.iter().map(|p| (p.source.0.url().to_string(), p.source.0.clone())).collect();
+    let files = block_on(place_and_clip(&storage, planned, session))?;
     let data = ManifestData {
         last_seq,
         next_file_number: files.len() as u64 + 1,
@@ -157,7 +159,10 @@ pub fn restore(
         released: previous.released,
     };
     block_on(manifest::write_manifest(storage.as_ref(), previous_manifest + 1, &data))?;
-    Db::open_with_storage(storage, options)
+    Db::open_resolving(storage, options, &|url| match holders.get(url) {
+        Some(holder) => Ok(holder.clone()),
+        None => open_storage(url, &StorageOptions::default()),
+    })
 }
 
 fn validate(layout: &KeyGroupLayout) -> Result<()> {
@@ -231,31 +236,43 @@ fn plan_file(
     Ok(Some(Planned { record, source, clip: (!inside).then_some((start, end)) }))
 }
 
-/// Copies every planned file under a new name, then narrows the bounds of clipped ones to keys
-/// they hold (one index lookup and at most two block reads each). Files left with no visible key
-/// are deleted again.
-async fn copy_and_clip(
+/// Places every planned file, then narrows the bounds of clipped ones to keys they hold (one
+/// index lookup and at most two block reads each); files left with no visible key are not kept.
+/// A checkpoint's file is referenced where it is (external: the checkpoint owns it). Only a file
+/// staged inside the new directory (bytes the JobManager kept, segments of merged files, written
+/// there by the caller, who deletes the staging area afterwards) is moved into the database
+/// under a new name, inside the storage (hard link), and owned.
+async fn place_and_clip(
     storage: &StorageRef,
     planned: Vec<Planned>,
     session: u64,
 ) -> Result<Vec<FileRecord>> {
     let cache = Arc::new(BlockCache::new(8 << 20));
+    let staging = format!("{}/", storage.url());
     let jobs = planned.into_iter().enumerate().map(|(i, mut file)| {
-        let (storage, cache) = (storage.clone(), cache.clone());
+        let (storage, cache, staging) = (storage.clone(), cache.clone(), staging.clone());
         async move {
             let number = i as u64 + 1;
-            let path = format!("{number:012}-{session:016x}.sst");
-            let (src, src_path) = &file.source;
-            storage.copy_in(src.as_ref(), src_path, &path).await?;
-            file.record.number = number;
-            file.record.path = path;
-            file.record.owned = true;
+            let (src, src_path) = file.source.clone();
+            let record = &mut file.record;
+            record.number = number;
+            let staged = src.url().starts_with(&staging);
+            let (holder, at) = if staged {
+                let path = format!("{number:012}-{session:016x}.sst");
+                storage.copy_in(src.as_ref(), &src_path, &path).await?;
+                record.path = path.clone();
+                record.owned = true;
+                record.location = None;
+                (storage.clone(), path)
+            } else {
+                record.owned = false;
+                record.location = Some(format!("{}/{src_path}", src.url()));
+                (src, src_path)
+            };
             let Some((start, end)) = file.clip.take() else {
                 return Ok(Some(file.record));
             };
-            let record = &mut file.record;
-            let table =
-                Table::open(storage.clone(), record.path.clone(), record.size, cache).await?;
+            let table = Table::open(holder, at.clone(), record.size, cache).await?;
             let (smallest, largest) = record.visible_range();
             let lo = table.first_key_at_or_after(&start.max(smallest)).await?;
             let hi = table.last_key_before(&end).await?.map(|hi| hi.min(largest));
@@ -265,7 +282,9 @@ async fn copy_and_clip(
                     Ok(Some(file.record))
                 }
                 _ => {
-                    storage.delete(&record.path).await?;
+                    if staged {
+                        storage.delete(&at).await?;
+                    }
                     Ok(None)
                 }
             }

@@ -5,8 +5,9 @@
 //! `magic u64 | format u32 | body | crc32c(body) u32`, integers little-endian.
 //!
 //! Format 3 added file ownership: a flags byte per file (bit 0: external, i.e. handed over to a
-//! checkpoint, which the database must never delete) and, after the files, the released files
-//! (see `ManifestData::released`). Format 2 manifests still open: their files read as owned.
+//! checkpoint or restored by reference, which the database must never delete; bit 1: a location
+//! follows, the file's URI outside the database's directory) and, after the files, the released
+//! files (see `ManifestData::released`). Format 2 manifests still open: their files read as owned.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ const FORMAT_VERSION: u32 = 3;
 /// The oldest format `decode` reads (without ownership: every file owned).
 const OLDEST_FORMAT_VERSION: u32 = 2;
 const FLAG_EXTERNAL: u8 = 1;
+const FLAG_LOCATION: u8 = 2;
 const PREFIX: &str = "MANIFEST-";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -37,8 +39,12 @@ pub struct FileRecord {
     /// See `TableFile::bounds`.
     pub bounds: Option<(Bytes, Bytes)>,
     /// Whether the database deletes the file once no version lists it. An external file (handed
-    /// over to a checkpoint) belongs to whoever it was handed to.
+    /// over to a checkpoint, or a checkpoint's file restored by reference) belongs to its
+    /// checkpoints.
     pub owned: bool,
+    /// The file's URI when it lives outside the database's directory (a checkpoint's file
+    /// restored by reference); `path` is then only its name in this database.
+    pub location: Option<String>,
 }
 
 impl FileRecord {
@@ -61,6 +67,7 @@ impl FileRecord {
             tombstones_applied_through: file.tombstones_applied_through,
             bounds: file.bounds.clone(),
             owned: file.is_owned(),
+            location: file.location.clone(),
         }
     }
 }
@@ -83,6 +90,11 @@ pub struct ManifestData {
 
 pub fn manifest_path(number: u64) -> String {
     format!("{PREFIX}{number:012}")
+}
+
+/// The directory URL and the file name of a file URI (`FileRecord::location`).
+pub fn split_location(uri: &str) -> Option<(&str, &str)> {
+    uri.rsplit_once('/').filter(|(dir, name)| !dir.is_empty() && !name.is_empty())
 }
 
 /// Whether `path` (relative to a database's directory) is one of its manifests.
@@ -162,7 +174,14 @@ pub fn encode(data: &ManifestData) -> Bytes {
                 put_bytes(&mut body, hi);
             }
         }
-        body.put_u8(if f.owned { 0 } else { FLAG_EXTERNAL });
+        let external = if f.owned { 0 } else { FLAG_EXTERNAL };
+        match &f.location {
+            None => body.put_u8(external),
+            Some(location) => {
+                body.put_u8(external | FLAG_LOCATION);
+                put_bytes(&mut body, location.as_bytes());
+            }
+        }
     }
     body.put_u32_le(data.released.len() as u32);
     for name in &data.released {
@@ -226,13 +245,13 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             1 => Some((r.bytes()?, r.bytes()?)),
             _ => return Err(bad(12, "bad bounds flag in manifest")),
         };
-        let owned = match version {
-            2 => true,
-            _ => match r.u8()? {
-                0 => true,
-                FLAG_EXTERNAL => false,
-                _ => return Err(bad(12, "bad file flags in manifest")),
-            },
+        let flags = if version == 2 { 0 } else { r.u8()? };
+        if flags & !(FLAG_EXTERNAL | FLAG_LOCATION) != 0 {
+            return Err(bad(12, "bad file flags in manifest"));
+        }
+        let location = match flags & FLAG_LOCATION {
+            0 => None,
+            _ => Some(r.string()?),
         };
         data.files.push(FileRecord {
             level,
@@ -242,7 +261,8 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             props,
             tombstones_applied_through,
             bounds,
-            owned,
+            owned: flags & FLAG_EXTERNAL == 0,
+            location,
         });
     }
     if version >= 3 {
@@ -335,6 +355,7 @@ mod tests {
                 tombstones_applied_through: 9,
                 bounds: Some(("k2".into(), "k8".into())),
                 owned: false,
+                location: Some("file:///checkpoints/shared/5.sst".into()),
             }],
             released: vec!["000003-ab.sst".into()],
         }

@@ -21,14 +21,19 @@ use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::sst::{Table, TableProperties};
-use crate::lsm::version::manifest::FileRecord;
+use crate::lsm::version::manifest::{FileRecord, split_location};
 use crate::storage::{StorageRef, block_on};
 
 /// One live SST file.
 pub struct TableFile {
     pub number: u64,
-    /// Path relative to the storage root.
+    /// The file's name in this database: its path relative to the database's directory, unless
+    /// `location` says it lives elsewhere.
     pub path: String,
+    /// See `manifest::FileRecord::location`.
+    pub location: Option<String>,
+    /// Where `storage` has the file.
+    storage_path: String,
     pub size: u64,
     props: TableProperties,
     /// Opened on first read, so a database (re)opened or restored on a DFS reads no file before
@@ -68,7 +73,9 @@ impl TableFile {
     ) -> Self {
         TableFile {
             number,
+            storage_path: path.clone(),
             path,
+            location: None,
             size: table.properties().size,
             props: table.properties().clone(),
             table: tokio::sync::OnceCell::new_with(Some(table)),
@@ -82,7 +89,8 @@ impl TableFile {
         }
     }
 
-    /// A file listed in a manifest, opened when first read.
+    /// A file listed in a manifest, opened when first read; `storage` is the one that holds it
+    /// (the database's, or the one at its location).
     pub fn from_record(
         record: &FileRecord,
         storage: StorageRef,
@@ -92,6 +100,11 @@ impl TableFile {
         TableFile {
             number: record.number,
             path: record.path.clone(),
+            location: record.location.clone(),
+            storage_path: match record.location.as_deref().and_then(split_location) {
+                Some((_, name)) => name.to_string(),
+                None => record.path.clone(),
+            },
             size: record.size,
             props: record.props.clone(),
             table: tokio::sync::OnceCell::new(),
@@ -111,7 +124,8 @@ impl TableFile {
         self.table
             .get_or_try_init(|| async {
                 let storage = self.storage.clone();
-                let table = Table::open(storage, self.path.clone(), self.size, self.cache.clone());
+                let path = self.storage_path.clone();
+                let table = Table::open(storage, path, self.size, self.cache.clone());
                 Ok(Arc::new(table.await?))
             })
             .await
@@ -170,6 +184,11 @@ impl TableFile {
         self.obsolete.store(true, Ordering::Release);
     }
 
+    /// The storage that holds the file, and its path there.
+    pub fn stored_at(&self) -> (&StorageRef, &str) {
+        (&self.storage, &self.storage_path)
+    }
+
     /// Whether the database deletes the file once obsolete.
     pub fn is_owned(&self) -> bool {
         self.owned.load(Ordering::Acquire)
@@ -190,7 +209,7 @@ impl TableFile {
 impl Drop for TableFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) && self.is_owned() {
-            self.deleter.delete(self.storage.clone(), std::mem::take(&mut self.path));
+            self.deleter.delete(self.storage.clone(), std::mem::take(&mut self.storage_path));
         }
     }
 }

@@ -180,6 +180,13 @@ public final class ForStNative {
     /** Names (relative to the DB directory) of the checkpoint's SST files. */
     public static native String[] checkpointFileNames(long checkpoint);
 
+    /**
+     * Per file of {@link #checkpointFileNames}, its URI when it lives outside the DB directory (a
+     * checkpoint's file the DB was restored from by reference, which an earlier checkpoint owns
+     * and which cannot be handed over), else null.
+     */
+    public static native String[] checkpointFileLocations(long checkpoint);
+
     /** Sizes of the files of {@link #checkpointFileNames}, in the same order. */
     public static native long[] checkpointFileSizes(long checkpoint);
 

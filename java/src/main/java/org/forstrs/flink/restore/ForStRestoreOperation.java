@@ -24,6 +24,7 @@ import org.apache.flink.util.StateMigrationException;
 import org.forstrs.flink.snapshot.ForStAsyncSnapshot;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.ReferencedFiles;
 import org.forstrs.flink.state.RestoreSources;
 
 import org.slf4j.Logger;
@@ -34,6 +35,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -205,6 +207,8 @@ public final class ForStRestoreOperation<K> {
         List<String[]> fileUris = new ArrayList<>();
         List<Integer> keyGroups = new ArrayList<>();
         Map<String, StateMetaInfoSnapshot> metaInfos = new LinkedHashMap<>();
+        Map<String, StreamStateHandle> referenced = new HashMap<>();
+        long newestCheckpoint = -1;
         boolean keySerializerChecked = false;
         for (KeyedStateHandle handle : handles) {
             if (handle == null) {
@@ -231,7 +235,11 @@ public final class ForStRestoreOperation<K> {
             for (int i = 0; i < shared.size(); i++) {
                 names[i] = shared.get(i).getLocalPath();
                 uris[i] = fileUri(shared.get(i).getHandle(), checkpoint, staging);
+                if (!staging.holds(uris[i])) {
+                    referenced.put(names[i], shared.get(i).getHandle());
+                }
             }
+            newestCheckpoint = Math.max(newestCheckpoint, checkpoint.getCheckpointId());
             fileNames.add(names);
             fileUris.add(uris);
             keyGroups.add(checkpoint.getKeyGroupRange().getStartKeyGroup());
@@ -256,6 +264,7 @@ public final class ForStRestoreOperation<K> {
                         CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix(
                                 numberOfKeyGroups));
         NativeDb db = NativeDb.openRestored(dbUri, nativeOptions, sources);
+        db.setReferencedFiles(new ReferencedFiles(newestCheckpoint, referenced));
         if (staging.size() > 0) {
             LOG.info(
                     "Restored {} SSTs of {} from checkpoint streams (not files) through {}",

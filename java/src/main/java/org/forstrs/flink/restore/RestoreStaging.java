@@ -44,6 +44,11 @@ final class RestoreStaging implements AutoCloseable {
         return dirUri + "/" + name;
     }
 
+    /** Whether {@code uri} is a file staged here (the DB takes it in as its own). */
+    boolean holds(String uri) {
+        return uri.startsWith(dirUri + "/");
+    }
+
     /** How many files were staged. */
     int size() {
         return staged.size();

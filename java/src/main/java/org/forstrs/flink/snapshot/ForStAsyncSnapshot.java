@@ -153,33 +153,36 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             }
             List<String> copiedTo = new ArrayList<>(newFiles.size());
             long throughProcess;
+            long bytesCopied = newBytes;
             Path target = inStorageTarget(streamFactory, scope);
             String[] handOver = null;
             if (target != null
                     && sharing != SharingFilesStrategy.NO_SHARING
                     && FileHandOver.applies(checkpoint.dbUri(), target)) {
-                throughProcess = 0;
-                handOver = new String[newFiles.size()];
-                for (int j = 0; j < newFiles.size(); j++) {
-                    int i = newFiles.get(j);
-                    handOver[j] = names[i];
+                // Files restored by reference (elsewhere, owned by an earlier checkpoint) that
+                // this checkpoint may not reference by placeholder (the first one after a
+                // restore in NO_CLAIM mode) are copied; the DB's own are handed over.
+                String[] locations = checkpoint.fileLocations();
+                List<Integer> toCopy = new ArrayList<>();
+                List<String> toHandOver = new ArrayList<>();
+                for (int i : newFiles) {
+                    if (locations[i] != null) {
+                        toCopy.add(i);
+                        continue;
+                    }
+                    toHandOver.add(names[i]);
                     Path inDb = new Path(checkpoint.dbUri() + "/" + names[i]);
                     HandleAndLocalPath file =
                             HandleAndLocalPath.of(new FileStateHandle(inDb, sizes[i]), names[i]);
                     shared.add(file);
                     uploads.add(file);
                 }
+                handOver = toHandOver.toArray(new String[0]);
+                throughProcess = copyInStorage(checkpoint, names, toCopy, target, copies);
+                bytesCopied = addCopies(toCopy, names, sizes, copies, shared, uploads, copiedTo);
             } else if (target != null) {
                 throughProcess = copyInStorage(checkpoint, names, newFiles, target, copies);
-                for (int j = 0; j < newFiles.size(); j++) {
-                    int i = newFiles.get(j);
-                    HandleAndLocalPath file =
-                            HandleAndLocalPath.of(
-                                    new FileStateHandle(copies.get(j), sizes[i]), names[i]);
-                    shared.add(file);
-                    uploads.add(file);
-                    copiedTo.add(copies.get(j).toString());
-                }
+                addCopies(newFiles, names, sizes, copies, shared, uploads, copiedTo);
             } else {
                 throughProcess = newBytes;
                 for (int i : newFiles) {
@@ -226,7 +229,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             if (!registry.unregisterCloseable(cancelMarker)) {
                 throw new CancellationException("Checkpoint " + checkpointId + " was cancelled");
             }
-            if (handOver != null) {
+            if (handOver != null && handOver.length > 0) {
                 // Last, once nothing can cancel the checkpoint any more: a cancelled one leaves
                 // its files with the DB, which deletes them as usual.
                 checkpoint.handOver(handOver);
@@ -242,7 +245,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                             throughProcess,
                             copiedTo,
                             reusedUploads.size(),
-                            handOver == null ? newBytes : 0,
+                            bytesCopied,
                             handOver == null ? 0 : handOver.length));
             done = true;
             return SnapshotResult.of(handle);
@@ -292,6 +295,33 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             copies.add(new Path(target, destNames[j]));
         }
         return checkpoint.copyFiles(sources, target.toString(), destNames);
+    }
+
+    /**
+     * Adds the handles of the files {@code copied} (indexes into {@code names}), which {@link
+     * #copyInStorage} copied to {@code copies} (same order).
+     *
+     * @return their total size
+     */
+    private static long addCopies(
+            List<Integer> copied,
+            String[] names,
+            long[] sizes,
+            List<Path> copies,
+            List<HandleAndLocalPath> shared,
+            List<HandleAndLocalPath> uploads,
+            List<String> copiedTo) {
+        long bytes = 0;
+        for (int j = 0; j < copied.size(); j++) {
+            int i = copied.get(j);
+            HandleAndLocalPath file =
+                    HandleAndLocalPath.of(new FileStateHandle(copies.get(j), sizes[i]), names[i]);
+            shared.add(file);
+            uploads.add(file);
+            copiedTo.add(copies.get(j).toString());
+            bytes += sizes[i];
+        }
+        return bytes;
     }
 
     /**

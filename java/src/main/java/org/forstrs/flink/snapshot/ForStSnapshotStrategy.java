@@ -14,6 +14,7 @@ import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
 import org.forstrs.flink.state.NativeCheckpoint;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.ReferencedFiles;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,6 +60,8 @@ public final class ForStSnapshotStrategy<K>
         this.keyGroupRange = keyGroupRange;
         this.backendUid = backendUid;
         this.statsListener = statsListener;
+        ReferencedFiles restored = db.referencedFiles();
+        sharedFiles.restoredFrom(restored.checkpointId(), restored.files());
     }
 
     @Override

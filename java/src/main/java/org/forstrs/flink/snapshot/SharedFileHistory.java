@@ -67,6 +67,18 @@ final class SharedFileHistory {
         return reusable;
     }
 
+    /**
+     * The DB was restored from checkpoint {@code checkpointId} referencing its files {@code
+     * files} where they are: they are the base, as if that checkpoint had been taken here and
+     * confirmed.
+     */
+    synchronized void restoredFrom(long checkpointId, Map<String, StreamStateHandle> files) {
+        if (!files.isEmpty()) {
+            filesByCheckpoint.put(checkpointId, new HashMap<>(files));
+            lastConfirmed = checkpointId;
+        }
+    }
+
     /** The checkpoint completed: its files become the base, older records are dropped. */
     synchronized void confirm(long checkpointId) {
         if (checkpointId > lastConfirmed && filesByCheckpoint.containsKey(checkpointId)) {

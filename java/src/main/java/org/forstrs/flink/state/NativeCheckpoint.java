@@ -40,6 +40,14 @@ public final class NativeCheckpoint {
         return db.whileOpen(() -> ForStNative.checkpointFileNames(handle));
     }
 
+    /**
+     * Per file of {@link #fileNames()}: its URI when it lives outside the DB directory (restored
+     * by reference, owned by an earlier checkpoint), else null.
+     */
+    public String[] fileLocations() {
+        return db.whileOpen(() -> ForStNative.checkpointFileLocations(handle));
+    }
+
     /** Sizes of {@link #fileNames()}, same order. */
     public long[] fileSizes() {
         return db.whileOpen(() -> ForStNative.checkpointFileSizes(handle));

@@ -19,6 +19,7 @@ public final class NativeDb implements Closeable {
     private final long handle;
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     private boolean closed;
+    private volatile ReferencedFiles referencedFiles = ReferencedFiles.NONE;
 
     private NativeDb(String uri, String[] options, long handle) {
         this.uri = uri;
@@ -49,6 +50,16 @@ public final class NativeDb implements Closeable {
 
     public String uri() {
         return uri;
+    }
+
+    /** The checkpoint files the DB was restored from by reference (none if it was not). */
+    public ReferencedFiles referencedFiles() {
+        return referencedFiles;
+    }
+
+    /** Records the checkpoint files the DB was just restored from by reference. */
+    public void setReferencedFiles(ReferencedFiles files) {
+        this.referencedFiles = files;
     }
 
     /** The options the database was opened with (also valid after close: cleanup needs them). */
