@@ -8,7 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use forst::lsm::{Db, DbOptions};
 use forst::storage::{
-    FaultStorage, OpKind, StorageOptions, StorageRef, WriteMode, block_on, open_storage,
+    FaultStorage, LocalStorage, OpKind, StorageOptions, StorageRef, WriteMode, block_on,
+    open_storage,
 };
 use forst::{Error, ErrorKind};
 
@@ -338,10 +339,42 @@ fn open_collects_files_the_manifest_does_not_list() {
     };
     assert!(ssts() > live, "replaced files were left behind");
 
+    // The process "died" with its deletes failing: its claim on the directory stays until
+    // removed, as after a real crash.
+    assert!(Db::open_with_storage(base.clone(), options()).is_err(), "the claim held");
+    block_on(base.delete("LOCK")).unwrap();
     let db = Db::open_with_storage(base.clone(), options()).unwrap();
     assert_eq!(ssts(), live, "SSTs after reopen");
     let cf = db.cf("s").unwrap();
     assert_eq!(db.get(&cf, b"key000999").unwrap().unwrap(), "r3-999");
+}
+
+/// One writer per directory: a second open of a directory that is open fails at open, with an
+/// error that says so, and leaves the first writer's database intact; after close the directory
+/// opens again. On the local file system and on an object store alike (a claim in the storage,
+/// not a process-local lock).
+#[test]
+fn a_second_writer_fails_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let local: StorageRef = Arc::new(LocalStorage::new(tmp.path(), false).unwrap());
+    for storage in [local, memory("second-writer")] {
+        let first = Db::open_with_storage(storage.clone(), options()).unwrap();
+        let cf = first.create_cf("s").unwrap();
+        fill(&first, &cf, 0..1000, "first");
+        first.flush().unwrap();
+
+        let err = Db::open_with_storage(storage.clone(), options()).err().expect("must refuse");
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists, "{err}");
+        assert!(err.to_string().contains("already open for writing"), "{err}");
+
+        fill(&first, &cf, 1000..2000, "first");
+        first.flush().unwrap();
+        first.close().unwrap();
+        let reopened = Db::open_with_storage(storage.clone(), options()).unwrap();
+        let cf = reopened.cf("s").unwrap();
+        assert_eq!(reopened.get(&cf, b"key000999").unwrap().unwrap(), "first-999");
+        assert_eq!(reopened.get(&cf, b"key001999").unwrap().unwrap(), "first-1999");
+    }
 }
 
 #[test]

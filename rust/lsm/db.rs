@@ -29,6 +29,7 @@ use crate::lsm::version::manifest::{
     split_location, write_manifest,
 };
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
+use crate::lsm::writer_lock;
 use crate::lsm::{compaction, flush, read};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
@@ -120,6 +121,22 @@ impl Db {
         resolve: &dyn Fn(&str) -> Result<StorageRef>,
     ) -> Result<Db> {
         options.validate()?;
+        let mut session = [0u8; 8];
+        getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
+        let session = u64::from_le_bytes(session);
+        block_on(writer_lock::acquire(storage.as_ref(), session))?;
+        Self::open_claimed(storage.clone(), options, resolve, session).inspect_err(|_| {
+            block_on(writer_lock::release(storage.as_ref()));
+        })
+    }
+
+    /// Opens the database once this process holds the directory (`writer_lock`).
+    fn open_claimed(
+        storage: StorageRef,
+        options: DbOptions,
+        resolve: &dyn Fn(&str) -> Result<StorageRef>,
+        session: u64,
+    ) -> Result<Db> {
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
@@ -139,13 +156,11 @@ impl Db {
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
         }
         let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let mut session = [0u8; 8];
-        getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
         let inner = Arc::new(DbInner {
             storage,
             cache,
             obsolete_files,
-            session: u64::from_le_bytes(session),
+            session,
             next_file_number: AtomicU64::new(data.next_file_number),
             write_lock: Mutex::new(()),
             visible_seq: AtomicU64::new(data.last_seq),
@@ -459,6 +474,7 @@ impl Db {
             let _ = worker.join();
         }
         self.inner.obsolete_files.wait_idle();
+        block_on(writer_lock::release(self.inner.storage.as_ref()));
         Ok(())
     }
 }

@@ -35,6 +35,7 @@ pub mod stats;
 mod table_sink;
 pub mod ttl;
 pub mod version;
+mod writer_lock;
 
 pub use batch::WriteBatch;
 pub use checkpoint::Checkpoint;

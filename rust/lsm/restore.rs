@@ -1,6 +1,7 @@
 //! Restore and rescale (FLIP-428): a new database is built from the manifests and files of one or
-//! more checkpoints. Files are copied into the new directory inside the storage (hard link,
-//! server-side copy) and never rewritten, not even when the new key-group range is narrower:
+//! more checkpoints. Files are referenced where they are (external in the new manifest, with their
+//! location; the checkpoints own them) and never copied or rewritten, not even when the new
+//! key-group range is narrower:
 //! a file that holds key groups outside it gets visible bounds instead (`TableFile::bounds`), the
 //! way SlateDB projects an SST to a key range. Reads, scans and compactions see only the bounds,
 //! so the first compaction that touches such a file drops the rest.

@@ -227,8 +227,9 @@ public final class ForStNative {
 
     /**
      * Builds a new database at {@code url} from one or more checkpoints and opens it. Files are
-     * copied or linked into {@code url} inside the storage, never rewritten: each source keeps
-     * only the keys of the new key-group range (the clip is a per-file key bound, no data moves).
+     * referenced where they are (the DB never deletes them; files staged under {@code url} are
+     * linked in and owned), never copied or rewritten: each source keeps only the keys of the new
+     * key-group range (the clip is a per-file key bound, no data moves).
      *
      * @param url the new database's directory; it must not hold a database yet
      * @param options as for {@link #open}
