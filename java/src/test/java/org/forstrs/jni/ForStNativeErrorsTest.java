@@ -77,17 +77,19 @@ class ForStNativeErrorsTest {
     @Test
     void aSecondWriterOfOneDirectoryThrowsFileAlreadyExistsException() {
         final long first = ForStNative.open(url(), null);
-        final long second = ForStNative.open(url(), null);
         try {
-            ForStNative.createColumnFamily(second, "a");
-            // The first writer's next manifest is the one the second already wrote: fenced.
-            assertThatThrownBy(() -> ForStNative.createColumnFamily(first, "b"))
+            // Refused at open, by the claim the first writer holds in the storage.
+            assertThatThrownBy(() -> ForStNative.open(url(), null))
                     .isInstanceOf(FileAlreadyExistsException.class)
-                    .hasMessageContaining("MANIFEST");
+                    .hasMessageContaining("LOCK")
+                    .hasMessageContaining("already open for writing");
+            // The first writer is untouched.
+            ForStNative.createColumnFamily(first, "a");
         } finally {
             ForStNative.close(first);
-            ForStNative.close(second);
         }
+        // Closed, the directory opens again.
+        ForStNative.close(ForStNative.open(url(), null));
     }
 
     @Test

@@ -97,7 +97,16 @@ public final class DbDirectory {
         if (local != null && !local.exists()) {
             return;
         }
-        int kept = ForStNative.deleteDatabase(uri, nativeOptions);
+        int kept;
+        try {
+            kept = ForStNative.deleteDatabase(uri, nativeOptions);
+        } catch (Exception e) { // natives throw IOException without declaring it
+            if (String.valueOf(e.getMessage()).contains("UnsupportedFileSystemSchemeException")) {
+                LOG.warn("Cannot delete {}: no Flink file system for its scheme ({})", uri, e);
+                return;
+            }
+            throw e;
+        }
         if (kept > 0) {
             LOG.info("Deleted {}, keeping the {} files that checkpoints own", uri, kept);
             return;
