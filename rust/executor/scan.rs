@@ -33,7 +33,7 @@ impl<'w, 'a> BatchScan<'w, 'a> {
     ) -> Result<Self> {
         let prefix = request.key;
         let end = prefix_successor(prefix);
-        let (mut store, from) = match request.value {
+        let (store, from) = match request.value {
             // Opened at the resume key, not at the prefix: positioning at the prefix first would
             // step over every entry deleted before the resume key (fired timers, removed map
             // entries), so each chunk of a long scan would cost more than the last.

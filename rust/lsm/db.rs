@@ -30,7 +30,9 @@ use crate::lsm::version::manifest::{
 };
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
 use crate::lsm::{compaction, flush, read};
-use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
+use crate::storage::{
+    IoCounters, MeteredStorage, StorageOptions, StorageRef, block_on, open_storage,
+};
 use crate::{Error, Result};
 
 /// Source of `DbInner::instance`.
@@ -91,6 +93,8 @@ pub(crate) struct DbInner {
     /// Why the database stopped, once background work failed for good: every call fails with it.
     failure: OnceLock<Arc<Error>>,
     pub(crate) counters: EngineCounters,
+    /// What the database asks of its storage.
+    io: Arc<IoCounters>,
 }
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -108,6 +112,9 @@ impl Db {
 
     pub fn open_with_storage(storage: StorageRef, options: DbOptions) -> Result<Db> {
         options.validate()?;
+        let metered = MeteredStorage::new(storage);
+        let io = metered.counters();
+        let storage: StorageRef = Arc::new(metered);
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
@@ -156,6 +163,7 @@ impl Db {
             closed: AtomicBool::new(false),
             failure: OnceLock::new(),
             counters: EngineCounters::default(),
+            io,
             options,
         });
         if manifest_number == 0 {
@@ -398,6 +406,11 @@ impl Db {
         self.inner.obsolete_files.wait_idle();
     }
 
+    /// Counts one batch the executor ran (see `DbStats::batches`).
+    pub fn record_batch(&self, requests: usize, took: std::time::Duration) {
+        self.inner.counters.batch(requests, took);
+    }
+
     pub fn stats(&self) -> DbStats {
         let inner = &self.inner;
         let sv = inner.current();
@@ -426,6 +439,7 @@ impl Db {
                 &inner.options,
             ),
             failed: inner.failure.get().is_some(),
+            io: inner.io.snapshot(),
             ..DbStats::default()
         };
         inner.counters.fill(&mut stats);
