@@ -4,21 +4,26 @@
 //! sees scheme or bucket. All calls are async so that many reads can be in flight at once (that is
 //! how a batch of gets hides DFS latency); `block_on` runs them from engine threads.
 
+#[cfg(any(test, feature = "test-storages"))]
 mod fault;
 mod flink_proxy;
+#[cfg(any(test, feature = "test-storages"))]
 mod latency;
 mod local;
 mod metered;
 mod object_store;
 mod open;
+#[cfg(any(test, feature = "test-storages"))]
 mod precise_delay;
 mod runtime;
 mod s3;
 mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
+#[cfg(any(test, feature = "test-storages"))]
 pub use fault::{FaultStorage, OpKind};
 pub use flink_proxy::{CopyMethod, FlinkProxyStorage};
+#[cfg(any(test, feature = "test-storages"))]
 pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
 pub use metered::{IoCounters, IoStats, MeteredStorage};
