@@ -15,6 +15,7 @@ mod object_store;
 mod open;
 #[cfg(any(test, feature = "test-storages"))]
 mod precise_delay;
+mod retrying;
 mod runtime;
 mod s3;
 mod transfer;
@@ -28,6 +29,7 @@ pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
 pub use metered::{IoCounters, IoStats, MeteredStorage};
 pub use open::{LocalBackend, StorageOptions, delete_tree, drop_memory_store, open_storage};
+pub use retrying::{RetryPolicy, RetryingStorage};
 pub use runtime::{block_on, io_runtime};
 pub use s3::{S3Options, bucket_endpoint};
 pub use transfer::{Location, Transfer, copy_between};

@@ -8,7 +8,10 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use once_cell::sync::Lazy;
 
-use super::{FlinkProxyStorage, LocalStorage, ObjectStoreStorage, S3Options, StorageRef, block_on};
+use super::{
+    FlinkProxyStorage, LocalStorage, ObjectStoreStorage, RetryPolicy, RetryingStorage, S3Options,
+    StorageRef, block_on,
+};
 use crate::{Error, Result};
 
 /// Connection settings for stores that need them.
@@ -98,7 +101,10 @@ pub(super) fn parse_bool(key: &str, value: &str) -> Result<bool> {
 pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     match route(url, options)? {
         Route::Native(url) => open_native(&url, options),
-        Route::Proxy(uri) => Ok(Arc::new(FlinkProxyStorage::open(&uri)?)),
+        Route::Proxy(uri) => Ok(Arc::new(RetryingStorage::new(
+            Arc::new(FlinkProxyStorage::open(&uri)?),
+            RetryPolicy::default(),
+        ))),
     }
 }
 
