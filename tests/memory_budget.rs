@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use forst::lsm::sst::{TableOptions, index_filter_live_bytes};
+use forst::lsm::sst::{Compression, TableOptions, index_filter_live_bytes};
 use forst::lsm::{Db, DbOptions, DbStats};
 use forst::storage::{LocalStorage, StorageRef};
 
@@ -88,5 +88,32 @@ fn index_and_filter_memory_stays_within_the_cache_with_a_thousand_tables() {
     assert!(read.block_cache_index_filter_bytes > 0 && read.block_cache_data_bytes > 0);
     assert!(read.table_reader_bytes > 0);
     println!("{} files, {read:?}", read.live_sst_files());
+    db.close().unwrap();
+}
+
+#[test]
+fn files_larger_than_a_stream_piece_are_written_in_pieces_and_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let storage: StorageRef = Arc::new(LocalStorage::new(tmp.path(), false).unwrap());
+    let options = DbOptions {
+        memtable_bytes: 24 << 20,
+        target_file_bytes: 64 << 20,
+        auto_compaction: false,
+        table: TableOptions { compression: Compression::None, ..TableOptions::default() },
+        ..DbOptions::default()
+    };
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    let big = |i: u32| value(i).repeat(6);
+    for i in 0..100_000 {
+        db.put(&cf, &key(i), &big(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.live_sst_files(), 1);
+    assert!(stats.live_sst_bytes() > 2 * (4 << 20), "{stats:?}");
+    for i in (0..100_000).step_by(7) {
+        assert_eq!(db.get(&cf, &key(i)).unwrap().as_deref(), Some(&big(i)[..]), "key {i}");
+    }
     db.close().unwrap();
 }

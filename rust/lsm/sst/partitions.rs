@@ -92,13 +92,14 @@ impl PartitionBuilder {
             + self.bloom.as_ref().map_or(0, BloomBuilder::estimated_size)
     }
 
-    /// Writes the partitions to `out` (each filter partition before its index partition) and
-    /// returns the top-level index and filter directory; `last_key`/`last_seq` end the open
-    /// partition.
+    /// Writes the partitions to `out`, which starts at file offset `base` (each filter
+    /// partition before its index partition), and returns the top-level index and filter
+    /// directory; `last_key`/`last_seq` end the open partition.
     pub(crate) fn finish(
         mut self,
         last_key: &[u8],
         last_seq: SeqNo,
+        base: u64,
         out: &mut Vec<u8>,
     ) -> PartitionBlocks {
         if !self.index.is_empty() {
@@ -108,11 +109,11 @@ impl PartitionBuilder {
         let mut directory = (self.bits_per_key > 0).then(Vec::new);
         for p in self.done {
             if let (Some(filter), Some(dir)) = (&p.filter, &mut directory) {
-                let offset = out.len() as u64;
+                let offset = base + out.len() as u64;
                 let size = write_block(out, filter, Compression::None) as u64;
                 BlockHandle::new(offset, size).encode_fixed(dir);
             }
-            let offset = out.len() as u64;
+            let offset = base + out.len() as u64;
             let size = write_block(out, &p.index, Compression::None) as u64;
             top.add(&p.last_key, p.last_seq, BlockHandle::new(offset, size));
         }
