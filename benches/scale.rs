@@ -263,13 +263,11 @@ fn child(spec: &str) {
 /// In the parent: runs one row in a child process, killed after `timeout`.
 fn run_row(engine: &str, keys: u64, timeout: Duration) -> Option<Row> {
     let exe = std::env::current_exe().unwrap();
-    let out_path = std::env::temp_dir().join(format!("scale-row-{}-{engine}-{keys}", std::process::id()));
+    let out_path =
+        std::env::temp_dir().join(format!("scale-row-{}-{engine}-{keys}", std::process::id()));
     let out = std::fs::File::create(&out_path).unwrap();
-    let mut child = Command::new(exe)
-        .env("SCALE_ROW", format!("{engine}:{keys}"))
-        .stdout(out)
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(exe).env("SCALE_ROW", format!("{engine}:{keys}")).stdout(out).spawn().unwrap();
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {

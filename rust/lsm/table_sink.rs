@@ -30,6 +30,8 @@ struct Streaming {
 
 pub struct TableSink<'a> {
     db: &'a DbInner,
+    /// A file is cut once it reaches this size.
+    target_file_bytes: u64,
     builder: Option<TableBuilder>,
     streaming: Option<Streaming>,
     outputs: Vec<Arc<TableFile>>,
@@ -43,12 +45,22 @@ impl<'a> TableSink<'a> {
     pub fn new(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
         TableSink {
             db,
+            target_file_bytes: db.options.target_file_bytes,
             builder: None,
             streaming: None,
             outputs: Vec::new(),
             tombstones_applied_through,
             family: None,
         }
+    }
+
+    /// A sink writing one file per column family, whatever its size: a flush adds one sorted run
+    /// to level 0, so the L0 file count that triggers compaction counts flushes (as in RocksDB)
+    /// rather than target-sized pieces of them.
+    pub fn for_flush(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
+        let mut sink = Self::new(db, tombstones_applied_through);
+        sink.target_file_bytes = u64::MAX;
+        sink
     }
 
     /// Adds an entry; the caller guarantees internal order and one entry per user key.
@@ -61,7 +73,7 @@ impl<'a> TableSink<'a> {
         let builder =
             self.builder.get_or_insert_with(|| TableBuilder::new(self.db.options.table.clone()));
         builder.add(key, seq, kind, value);
-        if builder.estimated_size() >= self.db.options.target_file_bytes {
+        if builder.estimated_size() >= self.target_file_bytes {
             self.finish_file()?;
         } else if builder.buffered() >= STREAM_BYTES {
             self.stream()?;
