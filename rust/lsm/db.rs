@@ -420,6 +420,11 @@ impl Db {
             block_cache_misses: inner.cache.misses(),
             block_cache_bytes: inner.cache.usage_bytes(),
             block_cache_capacity: inner.options.block_cache_bytes,
+            block_cache_data_bytes: inner.cache.data_bytes(),
+            block_cache_index_filter_bytes: inner.cache.index_filter_bytes(),
+            index_filter_bytes_loaded: inner.cache.index_filter_bytes_inserted(),
+            table_reader_bytes: inner.cache.reserved_bytes(),
+            iterator_pinned_bytes: inner.cache.pinned_bytes(),
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
             active_memtable_bytes: sv.mem.approximate_bytes(),

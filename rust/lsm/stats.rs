@@ -72,7 +72,19 @@ pub struct DbStats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_bytes: u64,
+    /// The cache's whole capacity: blocks of every kind plus the readers charged to it.
     pub block_cache_capacity: u64,
+    /// Data blocks in the cache.
+    pub block_cache_data_bytes: u64,
+    /// Index and filter partitions in the cache.
+    pub block_cache_index_filter_bytes: u64,
+    /// Bytes of index and filter partitions loaded into the cache since open.
+    pub index_filter_bytes_loaded: u64,
+    /// Open table readers (footer, top-level index, properties), charged to the cache.
+    pub table_reader_bytes: u64,
+    /// Blocks, index partitions and readahead buffers live iterators hold (the blocks usually
+    /// also in the cache).
+    pub iterator_pinned_bytes: u64,
     /// Active plus frozen memtables.
     pub memtable_bytes: u64,
     pub active_memtable_bytes: u64,
@@ -125,6 +137,11 @@ impl DbStats {
         self.bytes_per_level.iter().sum()
     }
 
+    /// Memory the engine accounts for: memtables, cached blocks of every kind, open readers.
+    pub fn memory_usage_bytes(&self) -> u64 {
+        self.memtable_bytes + self.block_cache_bytes + self.table_reader_bytes
+    }
+
     /// The exported values, in the order of `EXPORTED_STATS`.
     pub fn exported_values(&self) -> impl Iterator<Item = u64> + '_ {
         EXPORTED_STATS.iter().map(move |(_, value)| value(self))
@@ -139,6 +156,12 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("block-cache-misses", |s| s.block_cache_misses),
     ("block-cache-usage-bytes", |s| s.block_cache_bytes),
     ("block-cache-capacity-bytes", |s| s.block_cache_capacity),
+    ("block-cache-data-bytes", |s| s.block_cache_data_bytes),
+    ("block-cache-index-filter-bytes", |s| s.block_cache_index_filter_bytes),
+    ("index-filter-bytes-loaded", |s| s.index_filter_bytes_loaded),
+    ("table-reader-bytes", |s| s.table_reader_bytes),
+    ("iterator-pinned-bytes", |s| s.iterator_pinned_bytes),
+    ("memory-usage-bytes", DbStats::memory_usage_bytes),
     ("memtable-bytes", |s| s.memtable_bytes),
     ("active-memtable-bytes", |s| s.active_memtable_bytes),
     ("active-memtable-entries", |s| s.active_memtable_entries),

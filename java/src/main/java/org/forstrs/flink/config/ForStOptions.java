@@ -166,14 +166,17 @@ public final class ForStOptions {
                     .defaultValue(0.1)
                     .withDescription(
                             "Flink's share of the block cache reserved for index and filter"
-                                    + " blocks; checked as Flink does, no effect (the engine"
-                                    + " keeps index and filter blocks outside the cache).");
+                                    + " blocks; checked as Flink does, no effect (index and"
+                                    + " filter partitions share the cache with data blocks,"
+                                    + " without priorities).");
 
     public static final ConfigOption<Boolean> USE_PARTITIONED_INDEX_FILTERS =
             ConfigOptions.key(PREFIX + "memory.partitioned-index-filters")
                     .booleanType()
                     .defaultValue(true)
-                    .withDescription("Flink's partitioned index and filters; no effect.");
+                    .withDescription(
+                            "Flink's partitioned index and filters; no effect: the engine always"
+                                    + " partitions them and caches them in the block cache.");
 
     public static final ConfigOption<String> CACHE_DIRECTORY =
             ConfigOptions.key(PREFIX + "cache.dir")

@@ -35,10 +35,11 @@ final class NoEffectOptions {
                 "it configures the C++ ForSt; engine options are state.backend.forst.engine.*");
         r.put(
                 ForStOptions.HIGH_PRIORITY_POOL_RATIO.key(),
-                "index and filter blocks stay in memory outside the block cache");
+                "the block cache has no priority pools: index and filter partitions share it with"
+                        + " data blocks");
         r.put(
                 ForStOptions.USE_PARTITIONED_INDEX_FILTERS.key(),
-                "index and filter blocks are not partitioned");
+                "index and filters are always partitioned and cached in the block cache");
         r.put(
                 ForStConfigurableOptions.MAX_BACKGROUND_THREADS.key(),
                 "each DB runs one flush and one compaction thread");
@@ -57,7 +58,7 @@ final class NoEffectOptions {
                 "each memtable is flushed on its own");
         r.put(
                 ForStConfigurableOptions.METADATA_BLOCK_SIZE.key(),
-                "index blocks are not partitioned");
+                "index and filter partitions are about 4 KiB");
         r.put(
                 ForStConfigurableOptions.WRITE_BATCH_SIZE.key(),
                 "each state batch is one atomic write batch");
