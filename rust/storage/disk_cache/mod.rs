@@ -50,7 +50,7 @@ pub struct DiskCacheOptions {
 /// Counters of a [`DiskCache`] since it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DiskCacheStats {
-    /// Reads served from the cache.
+    /// Reads that found their file in the cache (a damaged or lost entry then reads remotely).
     pub hits: u64,
     /// Reads of cacheable files the cache did not hold.
     pub misses: u64,
