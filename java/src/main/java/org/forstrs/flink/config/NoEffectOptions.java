@@ -14,7 +14,9 @@ import java.util.Map;
  */
 final class NoEffectOptions {
 
-    private static final String NO_DISK_CACHE = "the local disk cache does not exist yet";
+    private static final String LRU_ONLY =
+            "the disk cache evicts the least recently used files, without Flink's hot/cold"
+                    + " promotion";
     private static final String NO_INFO_LOG = "the engine writes no info log of its own";
     private static final String NO_METRIC = "the engine does not track this metric";
 
@@ -25,11 +27,8 @@ final class NoEffectOptions {
 
     private static Map<String, String> reasons() {
         Map<String, String> r = new LinkedHashMap<>();
-        r.put(ForStOptions.CACHE_DIRECTORY.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_SIZE_BASE_LIMIT.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_RESERVED_SIZE.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_LRU_ACCESS_BEFORE_PROMOTION.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_LRU_PROMOTION_LIMIT.key(), NO_DISK_CACHE);
+        r.put(ForStOptions.CACHE_LRU_ACCESS_BEFORE_PROMOTION.key(), LRU_ONLY);
+        r.put(ForStOptions.CACHE_LRU_PROMOTION_LIMIT.key(), LRU_ONLY);
         r.put(
                 ForStOptions.OPTIONS_FACTORY.key(),
                 "it configures the C++ ForSt; engine options are state.backend.forst.engine.*");
