@@ -5,10 +5,12 @@
 //! - `executor`: runs one encoded batch of Flink state requests (docs/BATCH_WIRE_FORMAT.md).
 //! - `lsm`: the LSM engine (memtable, SST files, versions, flush and compaction, iterators).
 //! - `storage`: the file-system seam the engine reads and writes through (object_store, wrappers).
+//! - `jvm`: the JVM this library runs in, below both `jni` and the storage's Flink proxy.
 
 pub mod error;
 pub mod executor;
 pub mod jni;
+pub mod jvm;
 pub mod lsm;
 pub mod storage;
 

@@ -134,3 +134,40 @@ fn range_deletes_are_counted_once_flushed() {
     db.flush().unwrap();
     assert_eq!(value(&db.stats(), "range-tombstones"), 1, "the older file still needs it");
 }
+
+#[test]
+fn memory_is_reported_per_component() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open_with_storage(local(tmp.path()), options()).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    for i in 0..2_000 {
+        db.put(&cf, &key(i), &[b'v'; 100]).unwrap();
+    }
+    let written = db.stats();
+    assert_eq!(value(&written, "table-reader-bytes"), 0, "no table yet");
+    assert_eq!(value(&written, "memory-usage-bytes"), value(&written, "memtable-bytes"));
+    db.flush().unwrap();
+    assert!(value(&db.stats(), "table-reader-bytes") > 0, "the flushed tables are open");
+
+    assert!(db.get(&cf, &key(7)).unwrap().is_some());
+    let read = db.stats();
+    let data = value(&read, "block-cache-data-bytes");
+    let index_filter = value(&read, "block-cache-index-filter-bytes");
+    assert!(data > 0 && index_filter > 0, "{read:?}");
+    assert_eq!(data + index_filter, value(&read, "block-cache-usage-bytes"));
+    assert_eq!(value(&read, "index-filter-bytes-loaded"), index_filter);
+    assert_eq!(
+        value(&read, "memory-usage-bytes"),
+        value(&read, "memtable-bytes")
+            + value(&read, "block-cache-usage-bytes")
+            + value(&read, "table-reader-bytes")
+    );
+
+    assert_eq!(value(&read, "iterator-pinned-bytes"), 0);
+    let mut it = db.iter(&cf, None, None).unwrap();
+    it.seek_to_first().unwrap();
+    assert!(it.valid());
+    assert!(value(&db.stats(), "iterator-pinned-bytes") > 0);
+    drop(it);
+    assert_eq!(value(&db.stats(), "iterator-pinned-bytes"), 0);
+}

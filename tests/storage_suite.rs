@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use forst::storage::{
-    FaultStorage, Latency, LatencyStorage, LocalStorage, MULTIPART_PART_SIZE, OpKind, S3Options,
-    Storage, StorageOptions, StorageRef, WriteMode, block_on, delete_tree, open_storage,
-    read_range_exact,
+    DiskCache, DiskCacheOptions, DiskCachedStorage, FaultStorage, Latency, LatencyStorage,
+    LocalStorage, MULTIPART_PART_SIZE, OpKind, S3Options, Storage, StorageOptions, StorageRef,
+    WriteMode, block_on, delete_tree, open_storage, read_range_exact,
 };
 use forst::{Error, ErrorKind};
 
@@ -396,6 +396,15 @@ fn writer_dropped_outside_the_runtime_publishes_nothing() {
     // Engine threads are not runtime threads; dropping here must neither panic nor publish.
     drop(writer);
     assert!(is_not_found(block_on(storage.size("f"))));
+}
+
+#[test]
+fn disk_cached_storage_conforms() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let options =
+        DiskCacheOptions { dir: cache_dir.path().into(), size_limit: 1 << 30, reserve: 0 };
+    let cache = Arc::new(DiskCache::new(options).unwrap());
+    conformance(Arc::new(DiskCachedStorage::new(support::fresh_memory("disk-cached"), cache)));
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub mod wire;
 
 pub use families::FamilyRegistry;
 
+use std::time::Instant;
+
 use crate::Result;
 use crate::lsm::{Db, WriteBatch};
 use batch_writes::{BatchWrites, Seen};
@@ -27,6 +29,7 @@ pub fn execute_batch(
     request: &[u8],
     response: &mut [u8],
 ) -> Result<i64> {
+    let started = Instant::now();
     let requests = wire::decode_requests(request, families)?;
     let writes = BatchWrites::new(&requests)?;
     let response_len = response.len();
@@ -77,6 +80,7 @@ pub fn execute_batch(
         return Ok(-(written as i64));
     }
     db.write(&batch)?;
+    db.record_batch(requests.len(), started.elapsed());
     Ok(written as i64)
 }
 

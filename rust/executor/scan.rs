@@ -32,18 +32,21 @@ impl<'w, 'a> BatchScan<'w, 'a> {
         at: usize,
     ) -> Result<Self> {
         let prefix = request.key;
-        let mut store = db.iter_prefix(&request.cf, prefix)?;
-        let from = match request.value {
+        let end = prefix_successor(prefix);
+        let (store, from) = match request.value {
+            // Opened at the resume key, not at the prefix: positioning at the prefix first would
+            // step over every entry deleted before the resume key (fired timers, removed map
+            // entries), so each chunk of a long scan would cost more than the last.
             Some(resume_after) => {
-                store.seek(resume_after)?;
+                let start = resume_after.max(prefix);
+                let mut store = db.iter(&request.cf, Some(start), end.as_deref())?;
                 if store.valid() && store.key() == resume_after {
                     store.advance()?;
                 }
-                Bound::Excluded(resume_after)
+                (store, Bound::Excluded(resume_after))
             }
-            None => Bound::Included(prefix),
+            None => (db.iter_prefix(&request.cf, prefix)?, Bound::Included(prefix)),
         };
-        let end = prefix_successor(prefix);
         let to = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let written = writes.keys_written(request.cf.id(), from, to, at);
         Ok(BatchScan {

@@ -71,6 +71,8 @@ fn a_batch_behaves_like_its_requests_one_by_one() {
     let entries = vec![(b"m\x00new".to_vec(), b"n".to_vec())];
     assert_eq!(r[12], Response::Scan { entries, has_more: false });
     assert_eq!(r[13], Response::Value(None));
+    let stats = db.stats();
+    assert_eq!((stats.batches, stats.batch_requests), (1, ops.len() as u64));
 
     // The store holds what running the requests one by one leaves.
     assert_eq!(db.get(&vals, b"stored").unwrap().unwrap(), "x");

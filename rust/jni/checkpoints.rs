@@ -17,7 +17,7 @@ use super::handles::{self, CheckpointHandle, DbHandle};
 use super::natives::{string, strings};
 use super::options;
 use crate::lsm::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
-use crate::storage::{StorageRef, open_storage};
+use crate::storage::{StorageRef, open_db_storage, open_storage};
 
 /// `static native long checkpointPrepare(long db)`
 #[unsafe(no_mangle)]
@@ -285,7 +285,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
             range: key_groups(key_group_start, key_group_end)?,
             prefix_bytes: usize::try_from(key_group_prefix_bytes).unwrap_or(0),
         };
-        let db = restore(open_storage(&url, &storage_options)?, sources, layout, options)?;
+        let db = restore(open_db_storage(&url, &storage_options)?, sources, layout, options)?;
         Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
     })
 }

@@ -16,7 +16,7 @@ use super::files::{
     Java_org_forstrs_jni_ForStNative_fileWrite as file_write,
 };
 use super::handles::{CHECKPOINTS, CheckpointHandle};
-use super::test_jvm::vm;
+use crate::jvm::test_jvm::vm;
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{LocalBackend, StorageOptions, open_storage};
 

@@ -178,7 +178,7 @@ mod tests {
     use ::jni::objects::{JObject, JString};
 
     use super::*;
-    use crate::jni::test_jvm::vm;
+    use crate::jvm::test_jvm::vm;
 
     fn call_string(env: &mut JNIEnv<'_>, object: &JObject<'_>, method: &str) -> String {
         let value =

@@ -4,7 +4,7 @@
 
 use ::jni::JNIEnv;
 use ::jni::objects::{JByteBuffer, JClass, JObjectArray, JString};
-use ::jni::sys::{jint, jlong};
+use ::jni::sys::{jboolean, jint, jlong};
 
 use super::buffers::DirectBuffer;
 use super::guard::{JniResult, guard, illegal_argument};
@@ -12,7 +12,7 @@ use super::handles::{self, DbHandle};
 use super::options;
 use crate::executor::execute_batch;
 use crate::lsm::Db;
-use crate::storage::open_storage;
+use crate::storage::open_db_storage;
 
 /// `get` result for a key that has no value.
 pub const NOT_FOUND: jint = -1;
@@ -58,7 +58,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_open<'l>(
         let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
         // On this Java thread, so that a Flink file-system proxy resolves its Java classes through
         // the jar's class loader.
-        let storage = open_storage(&url, &storage_options)?;
+        let storage = open_db_storage(&url, &storage_options)?;
         let db = Db::open_with_storage(storage, options)?;
         Ok(handles::DATABASES.insert(DbHandle::new(db, storage_options)))
     })
@@ -307,6 +307,22 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_executeBatch<'l>(
             )
         };
         Ok(execute_batch(&handle.db, &handle.families, request, response)?)
+    })
+}
+
+/// `static native boolean holdsFile(long db, String name)`: whether the database's current
+/// version lists the file (see `Db::holds_file`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_holdsFile<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+    name: JString<'l>,
+) -> jboolean {
+    guard(&mut env, |env| {
+        let name = string(env, &name, "name")?;
+        let handle = handles::DATABASES.get(db)?;
+        Ok(jboolean::from(handle.db.holds_file(&name)))
     })
 }
 

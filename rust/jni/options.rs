@@ -17,7 +17,7 @@ use crate::storage::StorageOptions;
 
 /// Prefixes of the keys that configure storage rather than the engine (see
 /// [`StorageOptions::set`]), e.g. `fs.force-proxy`.
-const STORAGE_KEY_PREFIXES: &[&str] = &["fs.", "s3.", "local."];
+const STORAGE_KEY_PREFIXES: &[&str] = &["fs.", "s3.", "local.", "cache."];
 
 /// Columns of each row of `ForStNative.engineOptions`.
 pub const TABLE_COLUMNS: usize = 6;

@@ -16,7 +16,7 @@ use ::jni::sys::{jint, jlong};
 
 use super::guard::{Failure, JniResult, guard, illegal_argument};
 use super::handles;
-use super::{JavaRef, attach_daemon, take_pending_exception};
+use crate::jvm::{JavaRef, attach_daemon, take_pending_exception};
 use crate::lsm::{ListElementFilter, SystemClock, TtlClock, TtlFilter, TtlLayout};
 use crate::{Error, Result};
 

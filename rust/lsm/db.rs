@@ -31,7 +31,9 @@ use crate::lsm::version::manifest::{
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
 use crate::lsm::writer_lock;
 use crate::lsm::{compaction, flush, read};
-use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
+use crate::storage::{
+    IoCounters, MeteredStorage, StorageOptions, StorageRef, block_on, open_storage,
+};
 use crate::{Error, Result};
 
 /// Source of `DbInner::instance`.
@@ -94,6 +96,8 @@ pub(crate) struct DbInner {
     /// Why the database stopped, once background work failed for good: every call fails with it.
     failure: OnceLock<Arc<Error>>,
     pub(crate) counters: EngineCounters,
+    /// What the database asks of its storage.
+    io: Arc<IoCounters>,
 }
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -137,6 +141,9 @@ impl Db {
         resolve: &dyn Fn(&str) -> Result<StorageRef>,
         session: u64,
     ) -> Result<Db> {
+        let metered = MeteredStorage::new(storage);
+        let io = metered.counters();
+        let storage: StorageRef = Arc::new(metered);
         let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
         let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
@@ -185,6 +192,7 @@ impl Db {
             closed: AtomicBool::new(false),
             failure: OnceLock::new(),
             counters: EngineCounters::default(),
+            io,
             options,
         });
         if manifest_number == 0 {
@@ -427,6 +435,17 @@ impl Db {
         self.inner.obsolete_files.wait_idle();
     }
 
+    /// Whether the current version lists the file `name` (a path relative to the database's
+    /// directory): a file handed over to a checkpoint that the database still reads.
+    pub fn holds_file(&self, name: &str) -> bool {
+        self.inner.current().version.files().any(|f| f.path == name)
+    }
+
+    /// Counts one batch the executor ran (see `DbStats::batches`).
+    pub fn record_batch(&self, requests: usize, took: std::time::Duration) {
+        self.inner.counters.batch(requests, took);
+    }
+
     pub fn stats(&self) -> DbStats {
         let inner = &self.inner;
         let sv = inner.current();
@@ -436,6 +455,11 @@ impl Db {
             block_cache_misses: inner.cache.misses(),
             block_cache_bytes: inner.cache.usage_bytes(),
             block_cache_capacity: inner.options.block_cache_bytes,
+            block_cache_data_bytes: inner.cache.data_bytes(),
+            block_cache_index_filter_bytes: inner.cache.index_filter_bytes(),
+            index_filter_bytes_loaded: inner.cache.index_filter_bytes_inserted(),
+            table_reader_bytes: inner.cache.reserved_bytes(),
+            iterator_pinned_bytes: inner.cache.pinned_bytes(),
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
             active_memtable_bytes: sv.mem.approximate_bytes(),
@@ -455,6 +479,7 @@ impl Db {
                 &inner.options,
             ),
             failed: inner.failure.get().is_some(),
+            io: inner.io.snapshot(),
             ..DbStats::default()
         };
         inner.counters.fill(&mut stats);

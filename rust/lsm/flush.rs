@@ -61,7 +61,7 @@ fn next_to_flush(db: &DbInner) -> Option<Arc<MemTable>> {
 
 fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     let tombstones = memtable.frozen_tombstones();
-    let mut sink = TableSink::new(db, tombstones.max_seq());
+    let mut sink = TableSink::for_flush(db, tombstones.max_seq());
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;

@@ -76,10 +76,8 @@ async fn resolve_in_files(
     let level0 = version.levels[0].iter().filter(|f| f.smallest() <= key && key <= f.largest());
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     for file in level0.chain(deeper) {
+        // `get` consults the file's bloom filter first.
         let table = file.table().await?;
-        if !table.may_contain(key) {
-            continue;
-        }
         for (seq, kind, value) in table.get(key, snapshot).await? {
             if resolver.push(seq, kind, value) {
                 return Ok(());

@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::storage::IoStats;
+
 /// Cumulative counters of one open database, bumped by the write path, flush and compaction.
 #[derive(Default)]
 pub(crate) struct EngineCounters {
@@ -15,6 +17,9 @@ pub(crate) struct EngineCounters {
     compaction_bytes_written: AtomicU64,
     user_bytes_written: AtomicU64,
     stall_micros: AtomicU64,
+    batches: AtomicU64,
+    batch_requests: AtomicU64,
+    batch_micros: AtomicU64,
 }
 
 impl EngineCounters {
@@ -38,6 +43,13 @@ impl EngineCounters {
         self.stall_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
+    pub(crate) fn batch(&self, requests: usize, took: Duration) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.batch_requests.fetch_add(requests as u64, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.batch_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
     /// Copies the counters into `stats`.
     pub(crate) fn fill(&self, stats: &mut DbStats) {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -48,6 +60,9 @@ impl EngineCounters {
         stats.compaction_bytes_written = load(&self.compaction_bytes_written);
         stats.user_bytes_written = load(&self.user_bytes_written);
         stats.stall_micros = load(&self.stall_micros);
+        stats.batches = load(&self.batches);
+        stats.batch_requests = load(&self.batch_requests);
+        stats.batch_micros = load(&self.batch_micros);
     }
 }
 
@@ -57,7 +72,19 @@ pub struct DbStats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_bytes: u64,
+    /// The cache's whole capacity: blocks of every kind plus the readers charged to it.
     pub block_cache_capacity: u64,
+    /// Data blocks in the cache.
+    pub block_cache_data_bytes: u64,
+    /// Index and filter partitions in the cache.
+    pub block_cache_index_filter_bytes: u64,
+    /// Bytes of index and filter partitions loaded into the cache since open.
+    pub index_filter_bytes_loaded: u64,
+    /// Open table readers (footer, top-level index, properties), charged to the cache.
+    pub table_reader_bytes: u64,
+    /// Blocks, index partitions and readahead buffers live iterators hold (the blocks usually
+    /// also in the cache).
+    pub iterator_pinned_bytes: u64,
     /// Active plus frozen memtables.
     pub memtable_bytes: u64,
     pub active_memtable_bytes: u64,
@@ -92,6 +119,13 @@ pub struct DbStats {
     pub pending_compaction_bytes: u64,
     /// Whether background work failed the database (every call fails from then on).
     pub failed: bool,
+    /// Batches the executor ran, their requests, and the time they took (`batch-micros /
+    /// batches` is the mean latency, `batch-requests / batches` the mean size).
+    pub batches: u64,
+    pub batch_requests: u64,
+    pub batch_micros: u64,
+    /// What the database asked of its storage.
+    pub io: IoStats,
 }
 
 impl DbStats {
@@ -101,6 +135,11 @@ impl DbStats {
 
     pub fn live_sst_bytes(&self) -> u64 {
         self.bytes_per_level.iter().sum()
+    }
+
+    /// Memory the engine accounts for: memtables, cached blocks of every kind, open readers.
+    pub fn memory_usage_bytes(&self) -> u64 {
+        self.memtable_bytes + self.block_cache_bytes + self.table_reader_bytes
     }
 
     /// The exported values, in the order of `EXPORTED_STATS`.
@@ -117,6 +156,12 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("block-cache-misses", |s| s.block_cache_misses),
     ("block-cache-usage-bytes", |s| s.block_cache_bytes),
     ("block-cache-capacity-bytes", |s| s.block_cache_capacity),
+    ("block-cache-data-bytes", |s| s.block_cache_data_bytes),
+    ("block-cache-index-filter-bytes", |s| s.block_cache_index_filter_bytes),
+    ("index-filter-bytes-loaded", |s| s.index_filter_bytes_loaded),
+    ("table-reader-bytes", |s| s.table_reader_bytes),
+    ("iterator-pinned-bytes", |s| s.iterator_pinned_bytes),
+    ("memory-usage-bytes", DbStats::memory_usage_bytes),
     ("memtable-bytes", |s| s.memtable_bytes),
     ("active-memtable-bytes", |s| s.active_memtable_bytes),
     ("active-memtable-entries", |s| s.active_memtable_entries),
@@ -141,6 +186,17 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("pending-compaction-bytes", |s| s.pending_compaction_bytes),
     ("user-bytes-written", |s| s.user_bytes_written),
     ("background-errors", |s| u64::from(s.failed)),
+    ("batches", |s| s.batches),
+    ("batch-requests", |s| s.batch_requests),
+    ("batch-micros", |s| s.batch_micros),
+    ("storage-reads", |s| s.io.reads),
+    ("storage-bytes-read", |s| s.io.bytes_read),
+    ("storage-read-micros", |s| s.io.read_micros),
+    ("storage-writes", |s| s.io.writes),
+    ("storage-bytes-written", |s| s.io.bytes_written),
+    ("storage-write-micros", |s| s.io.write_micros),
+    ("storage-other-requests", |s| s.io.other_requests),
+    ("storage-other-micros", |s| s.io.other_micros),
     ("files-at-level0", |s| level_files(s, 0)),
     ("files-at-level1", |s| level_files(s, 1)),
     ("files-at-level2", |s| level_files(s, 2)),

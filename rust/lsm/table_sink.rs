@@ -14,11 +14,26 @@ use crate::lsm::db::DbInner;
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::sst::{Table, TableBuilder};
 use crate::lsm::version::TableFile;
-use crate::storage::{WriteMode, block_on};
+use crate::storage::{FileWriter, WriteMode, block_on};
+
+/// A file being built streams its finished blocks to storage in pieces of this size, so flush and
+/// compaction hold about this much of each output in memory rather than the whole file (which
+/// would sit outside the memory budget). Smaller files go to storage in one put.
+const STREAM_BYTES: usize = 4 << 20;
+
+/// A file being streamed: its number, name and open writer.
+struct Streaming {
+    number: u64,
+    path: String,
+    writer: Box<dyn FileWriter>,
+}
 
 pub struct TableSink<'a> {
     db: &'a DbInner,
+    /// A file is cut once it reaches this size.
+    target_file_bytes: u64,
     builder: Option<TableBuilder>,
+    streaming: Option<Streaming>,
     outputs: Vec<Arc<TableFile>>,
     tombstones_applied_through: SeqNo,
     /// Column family of the file being built.
@@ -30,11 +45,22 @@ impl<'a> TableSink<'a> {
     pub fn new(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
         TableSink {
             db,
+            target_file_bytes: db.options.target_file_bytes,
             builder: None,
+            streaming: None,
             outputs: Vec::new(),
             tombstones_applied_through,
             family: None,
         }
+    }
+
+    /// A sink writing one file per column family, whatever its size: a flush adds one sorted run
+    /// to level 0, so the L0 file count that triggers compaction counts flushes (as in RocksDB)
+    /// rather than target-sized pieces of them.
+    pub fn for_flush(db: &'a DbInner, tombstones_applied_through: SeqNo) -> Self {
+        let mut sink = Self::new(db, tombstones_applied_through);
+        sink.target_file_bytes = u64::MAX;
+        sink
     }
 
     /// Adds an entry; the caller guarantees internal order and one entry per user key.
@@ -47,10 +73,45 @@ impl<'a> TableSink<'a> {
         let builder =
             self.builder.get_or_insert_with(|| TableBuilder::new(self.db.options.table.clone()));
         builder.add(key, seq, kind, value);
-        if builder.estimated_size() >= self.db.options.target_file_bytes {
+        if builder.estimated_size() >= self.target_file_bytes {
             self.finish_file()?;
+        } else if builder.buffered() >= STREAM_BYTES {
+            self.stream()?;
         }
         Ok(())
+    }
+
+    /// Hands the finished blocks of the file being built to its writer (opened on first use).
+    fn stream(&mut self) -> Result<()> {
+        let Some(builder) = self.builder.as_mut() else {
+            return Ok(());
+        };
+        let chunk = builder.drain();
+        if self.streaming.is_none() {
+            let (number, path) = self.new_file_name();
+            let writer = block_on(self.db.storage.create(&path))?;
+            self.streaming = Some(Streaming { number, path, writer });
+        }
+        let streaming = self.streaming.as_mut().expect("opened above");
+        let written = block_on(streaming.writer.write(chunk));
+        if written.is_err() {
+            self.abort_streaming();
+        }
+        written
+    }
+
+    fn new_file_name(&self) -> (u64, String) {
+        let number = self.db.new_file_number();
+        (number, format!("{number:012}-{:016x}.sst", self.db.session))
+    }
+
+    /// Drops the file being streamed (a failed flush or compaction leaves nothing behind).
+    fn abort_streaming(&mut self) {
+        if let Some(streaming) = self.streaming.take()
+            && let Err(e) = block_on(streaming.writer.abort())
+        {
+            tracing::warn!("could not abort {}: {e}", streaming.path);
+        }
     }
 
     /// Writes the last file and returns every file written. On error, files already written are
@@ -67,15 +128,42 @@ impl<'a> TableSink<'a> {
         let Some(builder) = self.builder.take().filter(|b| !b.is_empty()) else {
             return Ok(());
         };
-        let (bytes, props) = builder.finish()?;
-        let number = self.db.new_file_number();
-        let path = format!("{number:012}-{:016x}.sst", self.db.session);
+        let (bytes, props) = match builder.finish() {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.abort_streaming();
+                return Err(e);
+            }
+        };
         let storage = self.db.storage.clone();
-        let size = bytes.len() as u64;
-        debug_assert_eq!(size, props.size);
-        let table = block_on(async {
-            storage.put(&path, bytes, WriteMode::CreateNew).await?;
-            Table::open(storage.clone(), path.clone(), size, self.db.cache.clone()).await
+        let size = props.size;
+        let (number, path, stored) = match self.streaming.take() {
+            None => {
+                let (number, path) = self.new_file_name();
+                let stored = block_on(storage.put(&path, bytes, WriteMode::CreateNew));
+                (number, path, stored)
+            }
+            Some(Streaming { number, path, mut writer }) => {
+                let stored = block_on(async {
+                    if let Err(e) = writer.write(bytes).await {
+                        let _ = writer.abort().await;
+                        return Err(e);
+                    }
+                    let written = writer.finish().await?;
+                    if written != size {
+                        return Err(crate::Error::corruption(
+                            &path,
+                            written,
+                            format!("wrote {written} bytes of a {size}-byte file"),
+                        ));
+                    }
+                    Ok(())
+                });
+                (number, path, stored)
+            }
+        };
+        let table = stored.and_then(|()| {
+            block_on(Table::open(storage.clone(), path.clone(), size, self.db.cache.clone()))
         });
         let table = match table {
             Ok(t) => t,
@@ -102,5 +190,6 @@ impl Drop for TableSink<'_> {
     fn drop(&mut self) {
         // Outputs not handed over by `finish` belong to a failed flush or compaction.
         self.outputs.iter().for_each(|f| f.mark_obsolete());
+        self.abort_streaming();
     }
 }

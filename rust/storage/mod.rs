@@ -4,23 +4,36 @@
 //! sees scheme or bucket. All calls are async so that many reads can be in flight at once (that is
 //! how a batch of gets hides DFS latency); `block_on` runs them from engine threads.
 
+mod disk_cache;
+#[cfg(any(test, feature = "test-storages"))]
 mod fault;
 mod flink_proxy;
+#[cfg(any(test, feature = "test-storages"))]
 mod latency;
 mod local;
+mod metered;
 mod object_store;
 mod open;
+#[cfg(any(test, feature = "test-storages"))]
 mod precise_delay;
+mod retrying;
 mod runtime;
 mod s3;
 mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
+pub use disk_cache::{DiskCache, DiskCacheOptions, DiskCacheStats, DiskCachedStorage};
+#[cfg(any(test, feature = "test-storages"))]
 pub use fault::{FaultStorage, OpKind};
 pub use flink_proxy::{CopyMethod, FlinkProxyStorage};
+#[cfg(any(test, feature = "test-storages"))]
 pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
-pub use open::{LocalBackend, StorageOptions, delete_tree, drop_memory_store, open_storage};
+pub use metered::{IoCounters, IoStats, MeteredStorage};
+pub use open::{
+    LocalBackend, StorageOptions, delete_tree, drop_memory_store, open_db_storage, open_storage,
+};
+pub use retrying::{RetryPolicy, RetryingStorage};
 pub use runtime::{block_on, io_runtime};
 pub use s3::{S3Options, bucket_endpoint};
 pub use transfer::{Location, Transfer, copy_between};

@@ -1,6 +1,7 @@
 //! Turns a URL from the Flink configuration into a [`StorageRef`].
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use object_store::ObjectStore;
@@ -8,7 +9,10 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use once_cell::sync::Lazy;
 
-use super::{FlinkProxyStorage, LocalStorage, ObjectStoreStorage, S3Options, StorageRef, block_on};
+use super::{
+    DiskCache, DiskCacheOptions, DiskCachedStorage, FlinkProxyStorage, LocalStorage,
+    ObjectStoreStorage, RetryPolicy, RetryingStorage, S3Options, StorageRef, block_on,
+};
 use crate::{Error, Result};
 
 /// Connection settings for stores that need them.
@@ -23,6 +27,12 @@ pub struct StorageOptions {
     /// Serve every url through Flink's FileSystem (the JNI proxy), even schemes served natively;
     /// compares both on the same files, or reaches a Flink plugin's own s3:// configuration.
     pub force_proxy: bool,
+    /// The local disk cache of a database's files: its directory (none: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// Most bytes the disk cache may take; 0: no limit.
+    pub cache_size_limit: u64,
+    /// Bytes the disk cache leaves free on its disk; 0: none.
+    pub cache_reserve: u64,
 }
 
 /// Implementation behind `file://`; both kept so they can be compared on the same workload.
@@ -42,6 +52,9 @@ impl Default for StorageOptions {
             local_fsync: true,
             local_backend: LocalBackend::Std,
             force_proxy: false,
+            cache_dir: None,
+            cache_size_limit: 0,
+            cache_reserve: 0,
         }
     }
 }
@@ -49,7 +62,8 @@ impl Default for StorageOptions {
 impl StorageOptions {
     /// Sets one option from a configuration key, so the JNI layer can pass a flat string map.
     /// Keys: those of [`S3Options::set`], `local.fsync`, `local.backend` (`std` or
-    /// `object_store`), `fs.force-proxy`.
+    /// `object_store`), `fs.force-proxy`, `cache.dir` (an absolute local path), `cache.size-limit`
+    /// and `cache.reserve-size` (bytes).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let value = value.trim();
         if self.s3.set(key, value)? {
@@ -58,6 +72,17 @@ impl StorageOptions {
         match key {
             "local.fsync" => self.local_fsync = parse_bool(key, value)?,
             "fs.force-proxy" => self.force_proxy = parse_bool(key, value)?,
+            "cache.dir" => {
+                let dir = PathBuf::from(value);
+                if !dir.is_absolute() {
+                    return Err(Error::invalid(format!(
+                        "option {key} wants an absolute path, got {value:?}"
+                    )));
+                }
+                self.cache_dir = Some(dir);
+            }
+            "cache.size-limit" => self.cache_size_limit = parse_bytes(key, value)?,
+            "cache.reserve-size" => self.cache_reserve = parse_bytes(key, value)?,
             "local.backend" => {
                 self.local_backend = match value.to_ascii_lowercase().as_str() {
                     "std" => LocalBackend::Std,
@@ -81,6 +106,23 @@ impl StorageOptions {
         }
         Ok(options)
     }
+
+    /// The disk cache to put under a database's storage: set when a directory is and at least
+    /// one of the size limit and the reserve is (as Flink's ForSt needs one of them).
+    pub fn disk_cache(&self) -> Option<DiskCacheOptions> {
+        let dir = self.cache_dir.clone()?;
+        (self.cache_size_limit > 0 || self.cache_reserve > 0).then_some(DiskCacheOptions {
+            dir,
+            size_limit: self.cache_size_limit,
+            reserve: self.cache_reserve,
+        })
+    }
+}
+
+fn parse_bytes(key: &str, value: &str) -> Result<u64> {
+    value
+        .parse()
+        .map_err(|_| Error::invalid(format!("option {key} wants a number of bytes, got {value:?}")))
 }
 
 pub(super) fn parse_bool(key: &str, value: &str) -> Result<bool> {
@@ -98,7 +140,20 @@ pub(super) fn parse_bool(key: &str, value: &str) -> Result<bool> {
 pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     match route(url, options)? {
         Route::Native(url) => open_native(&url, options),
-        Route::Proxy(uri) => Ok(Arc::new(FlinkProxyStorage::open(&uri)?)),
+        Route::Proxy(uri) => Ok(Arc::new(RetryingStorage::new(
+            Arc::new(FlinkProxyStorage::open(&uri)?),
+            RetryPolicy::default(),
+        ))),
+    }
+}
+
+/// Opens the storage of a database's own directory: [`open_storage`] under the disk cache the
+/// options configure, if any (checkpoint targets and restore sources are opened without it).
+pub fn open_db_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
+    let storage = open_storage(url, options)?;
+    match options.disk_cache() {
+        Some(cache) => Ok(Arc::new(DiskCachedStorage::new(storage, DiskCache::open(&cache)?))),
+        None => Ok(storage),
     }
 }
 
@@ -306,5 +361,27 @@ mod tests {
         assert!(!options.local_fsync);
         assert!(!format!("{options:?}").contains("hunter2"));
         assert!(StorageOptions::from_pairs([("s3.nope", "1")]).is_err());
+    }
+
+    #[test]
+    fn disk_cache_options_need_a_dir_and_a_bound() {
+        assert_eq!(StorageOptions::default().disk_cache(), None);
+        let dir_only = StorageOptions::from_pairs([("cache.dir", "/tmp/c")]).unwrap();
+        assert_eq!(dir_only.disk_cache(), None);
+        let options = StorageOptions::from_pairs([
+            ("cache.dir", "/tmp/c"),
+            ("cache.size-limit", "1000"),
+            ("cache.reserve-size", "0"),
+        ])
+        .unwrap();
+        let cache = options.disk_cache().unwrap();
+        assert_eq!(
+            (cache.dir.to_str(), cache.size_limit, cache.reserve),
+            (Some("/tmp/c"), 1000, 0)
+        );
+        for (key, value) in [("cache.dir", "relative"), ("cache.size-limit", "-1")] {
+            let e = StorageOptions::from_pairs([(key, value)]).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
     }
 }

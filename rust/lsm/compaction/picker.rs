@@ -113,6 +113,11 @@ pub fn pending_bytes(version: &Version, options: &DbOptions) -> u64 {
     level0 + excess
 }
 
+fn overlap_ratio(file: &TableFile, below: &[Arc<TableFile>]) -> f64 {
+    let below: u64 = below.iter().map(|f| f.size).sum();
+    below as f64 / file.size.max(1) as f64
+}
+
 pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
     if version.levels[0].len() >= options.l0_compaction_trigger {
         return Some(level0_job(version));
@@ -123,8 +128,14 @@ pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
     if score < 1.0 {
         return pick_for_tombstones(version);
     }
-    // Oldest data first: it has waited longest to be merged down.
-    let file = version.levels[level].iter().min_by_key(|f| f.props().max_seq)?.clone();
-    let below = version.overlapping(level + 1, file.smallest(), file.largest());
+    // The file that rewrites the fewest bytes below per byte it moves down (RocksDB's
+    // kMinOverlappingRatio): it keeps write amplification low.
+    let (file, below) = version.levels[level]
+        .iter()
+        .map(|f| (f, version.overlapping(level + 1, f.smallest(), f.largest())))
+        .min_by(|(a, a_below), (b, b_below)| {
+            overlap_ratio(a, a_below).total_cmp(&overlap_ratio(b, b_below))
+        })?;
+    let file = file.clone();
     Some(CompactionJob::new(vec![(level, vec![file]), (level + 1, below)], level + 1))
 }

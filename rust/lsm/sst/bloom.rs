@@ -8,6 +8,7 @@
 //! for existing files.
 
 use super::coding::{Decoded, Malformed};
+use super::live::LiveBytes;
 
 /// Stable 64-bit hash of a byte string: 8-byte little-endian words folded with multiply-rotate
 /// rounds, then a murmur3-style finalizer for avalanche so both halves are usable.
@@ -65,6 +66,10 @@ impl BloomBuilder {
         (self.hashes.len() * self.bits_per_key).div_ceil(8) + 1
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
     pub(crate) fn finish(self) -> Vec<u8> {
         // k = ln 2 * bits/key minimises the false-positive rate.
         let probes = ((self.bits_per_key as f64 * 0.69).round() as u8).clamp(1, MAX_PROBES);
@@ -87,10 +92,11 @@ fn probe_bits(h: u64, probes: u8, m: u64) -> impl Iterator<Item = u64> {
     (0..u64::from(probes)).map(move |i| fastrange(h.wrapping_add(i.wrapping_mul(delta)), m))
 }
 
-/// A decoded filter, kept in memory for the table's lifetime.
+/// A decoded filter partition, cached in the block cache.
 pub(crate) struct Bloom {
     bits: Vec<u8>,
     probes: u8,
+    _live: LiveBytes,
 }
 
 impl Bloom {
@@ -104,7 +110,8 @@ impl Bloom {
                 bits.len()
             )));
         }
-        Ok(Bloom { bits: bits.to_vec(), probes })
+        let live = LiveBytes::new(std::mem::size_of::<Bloom>() + bits.len());
+        Ok(Bloom { bits: bits.to_vec(), probes, _live: live })
     }
 
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
@@ -114,7 +121,7 @@ impl Bloom {
     }
 
     pub(crate) fn memory_size(&self) -> usize {
-        self.bits.len()
+        std::mem::size_of::<Bloom>() + self.bits.len()
     }
 }
 

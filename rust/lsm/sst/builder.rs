@@ -5,11 +5,10 @@ use std::cmp::Ordering;
 use bytes::Bytes;
 
 use super::block::BlockBuilder;
-use super::bloom::BloomBuilder;
-use super::footer::{FOOTER_LEN, Footer};
+use super::footer::{FOOTER_LEN, FORMAT_VERSION, Footer};
 use super::framing::write_block;
 use super::handle::BlockHandle;
-use super::index::IndexBuilder;
+use super::partitions::PartitionBuilder;
 use super::{Compression, TableOptions, TableProperties, properties};
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, compare_internal};
 use crate::{Error, Result};
@@ -21,10 +20,11 @@ const MAX_BLOCK_SIZE: usize = 64 << 20;
 
 pub struct TableBuilder {
     options: TableOptions,
+    /// The file from offset `drained` on; callers may take finished bytes early (`drain`).
     out: Vec<u8>,
+    drained: u64,
     block: BlockBuilder,
-    index: IndexBuilder,
-    bloom: Option<BloomBuilder>,
+    partitions: PartitionBuilder,
     /// Internal key of the last entry added: the next index entry if the block is cut now, and
     /// the reference for the ordering check.
     last_key: Vec<u8>,
@@ -40,14 +40,12 @@ pub struct TableBuilder {
 impl TableBuilder {
     pub fn new(mut options: TableOptions) -> Self {
         options.block_size = options.block_size.min(MAX_BLOCK_SIZE);
-        let bloom =
-            (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         TableBuilder {
             block: BlockBuilder::new(options.restart_interval),
+            partitions: PartitionBuilder::new(options.bloom_bits_per_key),
             options,
             out: Vec::new(),
-            index: IndexBuilder::default(),
-            bloom,
+            drained: 0,
             last_key: Vec::new(),
             last_seq: 0,
             smallest_key: Bytes::new(),
@@ -75,9 +73,7 @@ impl TableBuilder {
         {
             self.flush_block();
         }
-        if new_user_key && let Some(bloom) = &mut self.bloom {
-            bloom.add(user_key);
-        }
+        self.partitions.add_key(user_key, new_user_key);
         if self.entries == 0 {
             self.smallest_key = Bytes::copy_from_slice(user_key);
         }
@@ -120,17 +116,16 @@ impl TableBuilder {
 
     fn flush_block(&mut self) {
         let raw = self.block.finish();
-        let offset = self.out.len() as u64;
+        let offset = self.offset();
         let size = write_block(&mut self.out, &raw, self.options.compression) as u64;
-        self.index.add(&self.last_key, self.last_seq, BlockHandle::new(offset, size));
+        self.partitions.add_block(&self.last_key, self.last_seq, BlockHandle::new(offset, size));
     }
 
     /// Approximate size of the finished file, for cutting compaction outputs.
     pub fn estimated_size(&self) -> u64 {
-        let pending = self.out.len()
+        let pending = self.offset() as usize
             + self.block.estimated_size()
-            + self.index.estimated_size()
-            + self.bloom.as_ref().map_or(0, |b| b.estimated_size())
+            + self.partitions.estimated_size()
             + 2 * self.last_key.len()
             + 64
             + FOOTER_LEN;
@@ -141,7 +136,25 @@ impl TableBuilder {
         self.entries == 0
     }
 
-    /// Writes the remaining blocks and the footer. Fails with `InvalidArgument` if no entry was
+    /// File offset of the next byte written.
+    fn offset(&self) -> u64 {
+        self.drained + self.out.len() as u64
+    }
+
+    /// Bytes of finished blocks not taken yet.
+    pub fn buffered(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Takes the finished blocks written so far (the start of the file, in order), so a writer
+    /// can stream a large file instead of holding all of it.
+    pub fn drain(&mut self) -> Bytes {
+        self.drained += self.out.len() as u64;
+        Bytes::from(std::mem::take(&mut self.out))
+    }
+
+    /// Writes the remaining blocks and the footer and returns the bytes not drained yet (the
+    /// whole file if never drained) and the properties. Fails with `InvalidArgument` if no entry was
     /// added (an empty file has no key range) or if `add` was misused.
     pub fn finish(mut self) -> Result<(Bytes, TableProperties)> {
         if let Some(message) = self.error.take() {
@@ -153,11 +166,9 @@ impl TableBuilder {
         if !self.block.is_empty() {
             self.flush_block();
         }
-        let filter = self.bloom.take().map(|bloom| {
-            let offset = self.out.len() as u64;
-            let size = write_block(&mut self.out, &bloom.finish(), Compression::None);
-            BlockHandle::new(offset, size as u64)
-        });
+        let partitions = std::mem::replace(&mut self.partitions, PartitionBuilder::new(0));
+        let base = self.drained;
+        let blocks = partitions.finish(&self.last_key, self.last_seq, base, &mut self.out);
         let mut props = TableProperties {
             smallest_key: std::mem::take(&mut self.smallest_key),
             largest_key: Bytes::copy_from_slice(&self.last_key),
@@ -166,17 +177,22 @@ impl TableBuilder {
             entries: self.entries,
             size: 0,
         };
-        let offset = self.out.len() as u64;
+        let offset = self.offset();
         let size = write_block(&mut self.out, &properties::encode(&props), Compression::None);
         let properties = BlockHandle::new(offset, size as u64);
 
-        let offset = self.out.len() as u64;
-        let index_raw = std::mem::take(&mut self.index).finish();
-        let size = write_block(&mut self.out, &index_raw, Compression::None);
+        let filter = blocks.directory.map(|directory| {
+            let offset = self.offset();
+            let size = write_block(&mut self.out, &directory, Compression::None);
+            BlockHandle::new(offset, size as u64)
+        });
+        // The top-level index last: the block a footer reader checks first after the footer.
+        let offset = self.offset();
+        let size = write_block(&mut self.out, &blocks.top, Compression::None);
         let index = BlockHandle::new(offset, size as u64);
 
-        Footer { index, filter, properties }.encode(&mut self.out);
-        props.size = self.out.len() as u64;
+        Footer { version: FORMAT_VERSION, index, filter, properties }.encode(&mut self.out);
+        props.size = self.offset();
         Ok((Bytes::from(self.out), props))
     }
 }

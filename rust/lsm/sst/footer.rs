@@ -5,24 +5,32 @@
 //!  0..16  index handle       (offset u64 LE, size u64 LE)
 //! 16..32  filter handle      (size 0: the file has no filter)
 //! 32..48  properties handle
-//! 48..52  format version     u32 LE (= 1)
+//! 48..52  format version     u32 LE (1 or 2)
 //! 52..56  masked crc32c of bytes 0..52
 //! 56..64  magic              u64 LE
 //! ```
 //!
 //! Handles are fixed-width (not varints) so the footer's position is known without parsing.
+//!
+//! Format 1: the index handle points at the whole index, the filter handle at the whole bloom
+//! filter. Format 2 (written since): the index handle points at the top-level index of the
+//! partitioned index, the filter handle at the filter directory (partitions.rs).
 
 use super::coding::{Cursor, Decoded, Malformed, put_u32, put_u64, read_u32_at, read_u64_at};
 use super::framing::checksum;
 use super::handle::BlockHandle;
 
 pub(crate) const FOOTER_LEN: usize = 64;
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The version this build writes; it reads 1 and 2.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// Whole index and whole filter, held in memory by the reader (read as one partition).
+pub(crate) const FORMAT_WHOLE_INDEX: u32 = 1;
 /// "ForStSST" read as little-endian bytes.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"ForStSST");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Footer {
+    pub version: u32,
     pub index: BlockHandle,
     pub filter: Option<BlockHandle>,
     pub properties: BlockHandle,
@@ -34,7 +42,7 @@ impl Footer {
         self.index.encode_fixed(out);
         self.filter.unwrap_or_default().encode_fixed(out);
         self.properties.encode_fixed(out);
-        put_u32(out, FORMAT_VERSION);
+        put_u32(out, self.version);
         let crc = checksum(&out[start..]);
         put_u32(out, crc);
         put_u64(out, MAGIC);
@@ -57,16 +65,16 @@ impl Footer {
             )));
         }
         let version = read_u32_at(raw, 48)?;
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_WHOLE_INDEX {
             return Err(Malformed::new(format!(
-                "unsupported format version {version} (this build reads {FORMAT_VERSION})"
+                "unsupported format version {version} (this build reads 1 and 2)"
             )));
         }
         let mut c = Cursor::new(&raw[..48]);
         let index = BlockHandle::decode_fixed(&mut c)?;
         let filter = BlockHandle::decode_fixed(&mut c)?;
         let properties = BlockHandle::decode_fixed(&mut c)?;
-        Ok(Footer { index, filter: (filter.size != 0).then_some(filter), properties })
+        Ok(Footer { version, index, filter: (filter.size != 0).then_some(filter), properties })
     }
 }
 
@@ -77,6 +85,7 @@ mod tests {
     fn sample() -> Vec<u8> {
         let mut out = Vec::new();
         Footer {
+            version: FORMAT_VERSION,
             index: BlockHandle::new(100, 20),
             filter: None,
             properties: BlockHandle::new(120, 30),
@@ -109,10 +118,10 @@ mod tests {
     #[test]
     fn future_version_is_refused() {
         let mut raw = sample();
-        raw[48..52].copy_from_slice(&2u32.to_le_bytes());
+        raw[48..52].copy_from_slice(&3u32.to_le_bytes());
         let crc = checksum(&raw[..52]);
         raw[52..56].copy_from_slice(&crc.to_le_bytes());
         let err = Footer::decode(&raw).unwrap_err();
-        assert!(err.0.contains("version 2"), "{err:?}");
+        assert!(err.0.contains("version 3"), "{err:?}");
     }
 }

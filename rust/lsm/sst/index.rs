@@ -1,5 +1,6 @@
-//! The index block: one entry per data block, in file order, holding the block's LAST internal
-//! key (user key and sequence) and its handle. The full last key is kept rather than a shortened
+//! An index block: one entry per block, in file order, holding the block's LAST internal key
+//! (user key and sequence) and its handle. Index partitions list data blocks; the top-level index
+//! lists index partitions (the last key of a partition is that of its last data block). The full last key is kept rather than a shortened
 //! separator because the versions of one user key may span several blocks: a point lookup for
 //! (key, snapshot) must land on the first block that can hold that exact version.
 //!
@@ -16,6 +17,7 @@ use super::coding::{
 };
 use super::framing::BLOCK_TRAILER_LEN;
 use super::handle::BlockHandle;
+use super::live::LiveBytes;
 use crate::lsm::key::{SeqNo, compare_internal};
 
 #[derive(Default)]
@@ -36,6 +38,10 @@ impl IndexBuilder {
         self.buf.len() + 4
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     pub(crate) fn finish(mut self) -> Vec<u8> {
         put_u32(&mut self.buf, self.count);
         self.buf
@@ -48,11 +54,13 @@ struct IndexEntry {
     handle: BlockHandle,
 }
 
-/// The decoded index, kept in memory for the table's lifetime.
+/// A decoded index: the top level is kept in memory while the table is open, partitions live in
+/// the block cache.
 pub(crate) struct Index {
     /// All last keys, concatenated; a private copy so the index does not pin the read buffer.
     keys: Bytes,
     entries: Vec<IndexEntry>,
+    _live: LiveBytes,
 }
 
 impl Index {
@@ -105,7 +113,22 @@ impl Index {
                 entries.len()
             )));
         }
-        Ok(Index { keys: Bytes::from(keys), entries })
+        Ok(Index::new(Bytes::from(keys), entries))
+    }
+
+    /// An index of one entry (the whole index of a format-1 file, seen as one partition).
+    pub(crate) fn single(last_user_key: &[u8], last_seq: SeqNo, handle: BlockHandle) -> Index {
+        let keys = Bytes::copy_from_slice(last_user_key);
+        Index::new(keys.clone(), vec![IndexEntry { key: 0..keys.len(), seq: last_seq, handle }])
+    }
+
+    fn new(keys: Bytes, entries: Vec<IndexEntry>) -> Index {
+        let live = LiveBytes::new(Self::size_of(&keys, &entries));
+        Index { keys, entries, _live: live }
+    }
+
+    fn size_of(keys: &Bytes, entries: &[IndexEntry]) -> usize {
+        std::mem::size_of::<Index>() + keys.len() + std::mem::size_of_val(entries)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -134,7 +157,7 @@ impl Index {
 
     /// Bytes held in memory.
     pub(crate) fn memory_size(&self) -> usize {
-        self.keys.len() + self.entries.len() * std::mem::size_of::<IndexEntry>()
+        Self::size_of(&self.keys, &self.entries)
     }
 }
 

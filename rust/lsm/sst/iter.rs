@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::block::{Block, BlockIter};
 use super::coding::Decoded;
 use super::handle::BlockHandle;
-use super::table::Table;
+use super::table::{BlockPos, Table};
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
@@ -19,35 +19,39 @@ use crate::storage::block_on;
 pub struct TableIterator {
     table: Arc<Table>,
     readahead: usize,
-    /// Index of the block `current` iterates.
-    block_idx: usize,
+    /// The block `current` iterates.
+    at: Option<BlockPos>,
     current: Option<BlockIter>,
     /// Readahead mode: the last span read, as (file offset, bytes).
     buffer: Option<(u64, Bytes)>,
+    /// Bytes of block, index partition and buffer this iterator holds, as counted in the cache's
+    /// pinned gauge.
+    pinned: i64,
 }
 
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>, readahead: usize) -> Self {
-        TableIterator { table, readahead, block_idx: 0, current: None, buffer: None }
+        TableIterator { table, readahead, at: None, current: None, buffer: None, pinned: 0 }
     }
 
     /// Positions at the first entry of the table.
     pub fn seek_to_first(&mut self) -> Result<()> {
-        let r = self.position(0, None);
+        let r = block_on(self.table.first_block()).and_then(|at| self.position(at, None));
         self.invalidate_on_error(r)
     }
 
     fn invalidate_on_error(&mut self, r: Result<()>) -> Result<()> {
         if r.is_err() {
             self.current = None;
+            self.set_pinned(0);
         }
         r
     }
 
-    /// Loads block `idx`, positions in it (at `target` or its first entry) and moves past
+    /// Loads the block at `at`, positions in it (at `target` or its first entry) and moves past
     /// exhausted blocks.
-    fn position(&mut self, idx: usize, target: Option<(&[u8], SeqNo)>) -> Result<()> {
-        self.load(idx)?;
+    fn position(&mut self, at: Option<BlockPos>, target: Option<(&[u8], SeqNo)>) -> Result<()> {
+        self.load(at)?;
         if let Some(it) = &mut self.current {
             let r = match target {
                 Some((key, seq)) => it.seek(key, seq),
@@ -63,7 +67,9 @@ impl TableIterator {
             if it.valid() {
                 break;
             }
-            self.load(self.block_idx + 1)?;
+            let Some(at) = self.at.clone() else { break };
+            let next = block_on(self.table.next_block(at))?;
+            self.load(next)?;
             if let Some(it) = &mut self.current {
                 let r = it.seek_to_first();
                 self.check(r)?;
@@ -73,28 +79,38 @@ impl TableIterator {
     }
 
     fn check(&self, r: Decoded<()>) -> Result<()> {
-        r.map_err(|m| self.table.corruption(self.table.index().handle(self.block_idx), m))
+        let handle = self.at.as_ref().map_or_else(BlockHandle::default, BlockPos::handle);
+        r.map_err(|m| self.table.corruption(handle, m))
     }
 
-    fn load(&mut self, idx: usize) -> Result<()> {
+    fn load(&mut self, at: Option<BlockPos>) -> Result<()> {
         self.current = None;
-        self.block_idx = idx;
-        if idx >= self.table.index().len() {
+        self.at = at;
+        let Some(at) = self.at.clone() else {
+            self.set_pinned(0);
             return Ok(());
-        }
-        let handle = self.table.index().handle(idx);
+        };
+        let handle = at.handle();
         let block = if self.readahead == 0 {
             block_on(self.table.cached_block(handle))?
         } else {
-            self.read_ahead(idx, handle)?
+            self.read_ahead(handle)?
         };
+        let buffered = self.buffer.as_ref().map_or(0, |(_, buf)| buf.len());
+        self.set_pinned(block.memory_size() + at.index.memory_size() + buffered);
         self.current = Some(BlockIter::new(block));
         Ok(())
     }
 
-    /// Serves block `idx` from the readahead buffer, refilling it with one request that spans
-    /// as many whole following blocks as fit in `readahead` bytes.
-    fn read_ahead(&mut self, idx: usize, handle: BlockHandle) -> Result<Arc<Block>> {
+    fn set_pinned(&mut self, bytes: usize) {
+        let bytes = bytes as i64;
+        self.table.cache().pin(bytes - self.pinned);
+        self.pinned = bytes;
+    }
+
+    /// Serves the block `handle` from the readahead buffer, refilling it with one request of
+    /// `readahead` bytes (at least the block, at most up to the end of the data blocks).
+    fn read_ahead(&mut self, handle: BlockHandle) -> Result<Arc<Block>> {
         let end = handle.offset + handle.size;
         let hit = self
             .buffer
@@ -103,17 +119,10 @@ impl TableIterator {
         let (start, buf) = match hit {
             Some(span) => span,
             None => {
-                let index = self.table.index();
+                // Blocks are contiguous, so the span need not end on a block boundary: a block
+                // the span cuts starts the next span.
                 let limit = handle.offset.saturating_add(self.readahead as u64);
-                let mut span_end = end;
-                for j in idx + 1..index.len() {
-                    let h = index.handle(j);
-                    if h.offset + h.size > limit {
-                        break;
-                    }
-                    span_end = h.offset + h.size;
-                }
-                debug_assert!(span_end <= self.table.data_end());
+                let span_end = limit.min(self.table.data_end()).max(end);
                 (handle.offset, block_on(self.table.read(handle.offset..span_end))?)
             }
         };
@@ -121,6 +130,12 @@ impl TableIterator {
         let stored = buf.slice(from..from + handle.size as usize);
         self.buffer = Some((start, buf));
         self.table.decode_block(handle, &stored)
+    }
+}
+
+impl Drop for TableIterator {
+    fn drop(&mut self) {
+        self.set_pinned(0);
     }
 }
 
@@ -159,8 +174,8 @@ impl InternalIterator for TableIterator {
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
         // (user_key, MAX_SEQ) is the smallest internal key with this user key.
-        let idx = self.table.index().find(user_key, MAX_SEQ);
-        let r = self.position(idx, Some((user_key, MAX_SEQ)));
+        let r = block_on(self.table.seek_block(user_key, MAX_SEQ))
+            .and_then(|at| self.position(at, Some((user_key, MAX_SEQ))));
         self.invalidate_on_error(r)
     }
 }
@@ -169,7 +184,7 @@ impl std::fmt::Debug for TableIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableIterator")
             .field("table", &self.table.path())
-            .field("block", &self.block_idx)
+            .field("block", &self.at.as_ref().map(|at| (at.partition, at.block)))
             .field("valid", &self.valid())
             .finish()
     }

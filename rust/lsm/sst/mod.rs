@@ -5,14 +5,20 @@
 //!
 //! ```text
 //! data block 0 .. data block n-1   prefix-compressed entries (block/), LZ4 or raw
-//! filter block                     bloom filter over user keys (bloom.rs), absent if disabled
+//! partitions                       per index partition: its bloom filter over user keys
+//!                                  (bloom.rs; absent if disabled), then the partition: last
+//!                                  internal key + handle of each data block (index.rs)
 //! properties block                 key range, sequence range, entry count (properties.rs)
-//! index block                      last internal key + handle of each data block (index.rs)
+//! filter directory                 handle of each filter partition (partitions.rs)
+//! top-level index                  last internal key + handle of each index partition
 //! footer                           64 bytes: handles, version, checksum, magic (footer.rs)
 //! ```
 //!
-//! Every block is framed as `payload | type: u8 | masked crc32c: u32` (framing.rs). Only data
-//! blocks are compressed; meta blocks are read once per open and kept decoded in memory.
+//! That is format 2 (partitions.rs); format-1 files (one whole index and filter before the
+//! properties) still open, read as a single partition. Every block is framed as
+//! `payload | type: u8 | masked crc32c: u32` (framing.rs). Only data blocks are compressed. An
+//! open table keeps its properties and top-level index; partitions and data blocks go through
+//! the block cache.
 
 mod block;
 mod bloom;
@@ -23,6 +29,8 @@ mod framing;
 mod handle;
 mod index;
 mod iter;
+mod live;
+mod partitions;
 mod properties;
 mod table;
 
@@ -36,8 +44,11 @@ use bytes::Bytes;
 use crate::lsm::key::SeqNo;
 
 pub(crate) use block::Block;
+pub(crate) use bloom::Bloom;
 pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
+pub(crate) use index::Index;
 pub use iter::TableIterator;
+pub use live::index_filter_live_bytes;
 pub use table::Table;
 
 /// Compression of data blocks.

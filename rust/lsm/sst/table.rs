@@ -1,5 +1,5 @@
-//! An open SST file: footer, index, filter and properties in memory; data blocks read on demand
-//! through the block cache.
+//! An open SST file: footer, top-level index and properties in memory (charged to the block
+//! cache); index partitions, filter partitions and data blocks read on demand through the cache.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -9,13 +9,14 @@ use bytes::{Bytes, BytesMut};
 use super::block::{Block, BlockIter};
 use super::bloom::Bloom;
 use super::coding::{Decoded, Malformed};
-use super::footer::{FOOTER_LEN, Footer};
+use super::footer::{FOOTER_LEN, FORMAT_WHOLE_INDEX, Footer};
 use super::framing::{BLOCK_TRAILER_LEN, read_block};
 use super::handle::BlockHandle;
 use super::index::Index;
 use super::iter::TableIterator;
+use super::partitions::decode_directory;
 use super::{TableProperties, properties};
-use crate::lsm::cache::BlockCache;
+use crate::lsm::cache::{BlockCache, CachedBlock};
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
 use crate::storage::StorageRef;
 use crate::{Error, Result};
@@ -30,11 +31,29 @@ pub struct Table {
     cache: Arc<BlockCache>,
     /// Process-unique id naming this open file in the block cache.
     cache_id: u64,
-    index: Index,
-    bloom: Option<Bloom>,
+    /// One entry per index partition (format 1: one partition, the whole index).
+    top: Index,
+    /// The filter partition of each index partition; empty without filters.
+    filters: Vec<BlockHandle>,
     properties: TableProperties,
-    /// End of the data-block region (start of the meta blocks).
+    /// End of the data-block region (start of the partitions and meta blocks).
     data_end: u64,
+    /// Bytes this reader charges to the cache while open.
+    reserved: u64,
+}
+
+/// Where a block sits: its index partition (loaded) and its entry in it.
+#[derive(Clone)]
+pub(crate) struct BlockPos {
+    pub partition: usize,
+    pub index: Arc<Index>,
+    pub block: usize,
+}
+
+impl BlockPos {
+    pub(crate) fn handle(&self) -> BlockHandle {
+        self.index.handle(self.block)
+    }
 }
 
 impl Table {
@@ -95,41 +114,71 @@ impl Table {
                 ));
             }
         }
-        // Meta blocks sit between the data blocks and the footer; anything of them the tail
-        // missed is fetched with one more request.
         let meta_start = metas.iter().map(|h| h.offset).min().unwrap_or(footer_at);
-        let (base, buf) = if meta_start < tail_start {
-            let head = read_exact(&storage, &path, meta_start..tail_start).await?;
+        let whole_index = footer.version == FORMAT_WHOLE_INDEX;
+        // Format 1 needs only its properties now (its index and filter load through the cache
+        // as one partition); format 2 its properties, top-level index and filter directory.
+        let needed_start = if whole_index { footer.properties.offset } else { meta_start };
+        // Anything of the needed blocks the tail missed is fetched with one more request.
+        let (base, buf) = if needed_start < tail_start {
+            let head = read_exact(&storage, &path, needed_start..tail_start).await?;
             let mut joined = BytesMut::with_capacity(head.len() + tail.len());
             joined.extend_from_slice(&head);
             joined.extend_from_slice(&tail);
-            (meta_start, joined.freeze())
+            (needed_start, joined.freeze())
         } else {
             (tail_start, tail)
         };
         let meta = |h: BlockHandle| MetaBlock { path: &path, buf: &buf, base, handle: h };
         let properties = meta(footer.properties).decode(|raw| properties::decode(raw, size))?;
-        let bloom = match footer.filter {
-            Some(h) => Some(meta(h).decode(Bloom::decode)?),
-            None => None,
-        };
-        let index = meta(footer.index).decode(|raw| {
-            let index = Index::decode(raw, meta_start)?;
-            if index.len() == 0 {
-                return Err(Malformed::new("index has no data blocks"));
+        if whole_index {
+            let top = Index::single(&properties.largest_key, 0, footer.index);
+            let filters = footer.filter.into_iter().collect();
+            return Ok(Self::new(storage, path, cache, top, filters, properties, meta_start));
+        }
+        let top = meta(footer.index).decode(|raw| {
+            let top = Index::decode(raw, meta_start)?;
+            if top.len() == 0 {
+                return Err(Malformed::new("index has no partitions"));
             }
-            Ok(index)
+            Ok(top)
         })?;
-        Ok(Table {
+        let filters = match footer.filter {
+            Some(h) => meta(h).decode(|raw| decode_directory(raw, top.len(), meta_start))?,
+            None => Vec::new(),
+        };
+        let first_partition = top.handle(0).offset;
+        let data_end = filters.first().map_or(first_partition, |f| f.offset.min(first_partition));
+        Ok(Self::new(storage, path, cache, top, filters, properties, data_end))
+    }
+
+    fn new(
+        storage: StorageRef,
+        path: String,
+        cache: Arc<BlockCache>,
+        top: Index,
+        filters: Vec<BlockHandle>,
+        properties: TableProperties,
+        data_end: u64,
+    ) -> Table {
+        let reserved = (std::mem::size_of::<Table>()
+            + path.len()
+            + top.memory_size()
+            + filters.len() * std::mem::size_of::<BlockHandle>()
+            + properties.smallest_key.len()
+            + properties.largest_key.len()) as u64;
+        cache.reserve(reserved);
+        Table {
             storage,
             path,
             cache,
             cache_id: BlockCache::next_table_id(),
-            index,
-            bloom,
+            top,
+            filters,
             properties,
-            data_end: meta_start,
-        })
+            data_end,
+            reserved,
+        }
     }
 
     pub fn properties(&self) -> &TableProperties {
@@ -140,14 +189,26 @@ impl Table {
         &self.path
     }
 
-    /// False only if the bloom filter proves `user_key` absent.
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.bloom.as_ref().is_none_or(|b| b.may_contain(user_key))
+    /// False only if the bloom filter proves `user_key` absent (may load a filter partition).
+    pub async fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        let p = self.top.find(user_key, MAX_SEQ);
+        if p >= self.top.len() {
+            return Ok(false);
+        }
+        self.partition_may_contain(p, user_key).await
     }
 
-    /// Bytes of index and filter held in memory while the table is open.
+    async fn partition_may_contain(&self, p: usize, user_key: &[u8]) -> Result<bool> {
+        match self.filter_partition(p).await? {
+            Some(bloom) => Ok(bloom.may_contain(user_key)),
+            None => Ok(true),
+        }
+    }
+
+    /// Bytes the open reader holds in memory (charged to the block cache); index and filter
+    /// partitions are in the cache itself.
     pub fn memory_size(&self) -> usize {
-        self.index.memory_size() + self.bloom.as_ref().map_or(0, |b| b.memory_size())
+        self.reserved as usize
     }
 
     /// Versions of `user_key` with seq <= snapshot, newest first, stopping after (and including)
@@ -158,14 +219,15 @@ impl Table {
         snapshot: SeqNo,
     ) -> Result<Vec<(SeqNo, ValueKind, Bytes)>> {
         let mut found = Vec::new();
-        if !self.may_contain(user_key) {
+        let p = self.top.find(user_key, snapshot);
+        if p >= self.top.len() || !self.partition_may_contain(p, user_key).await? {
             return Ok(found);
         }
-        let mut i = self.index.find(user_key, snapshot);
+        let mut pos = self.position(p, user_key, snapshot).await?;
         let mut first = true;
         // Versions of one key may continue into the following blocks (long merge chains).
-        while i < self.index.len() {
-            let handle = self.index.handle(i);
+        while let Some(at) = pos {
+            let handle = at.handle();
             let mut it = BlockIter::new(self.cached_block(handle).await?);
             let positioned = if first { it.seek(user_key, snapshot) } else { it.seek_to_first() };
             positioned.map_err(|m| self.corruption(handle, m))?;
@@ -180,18 +242,17 @@ impl Table {
                 }
                 it.next().map_err(|m| self.corruption(handle, m))?;
             }
-            i += 1;
+            pos = self.next_block(at).await?;
         }
         Ok(found)
     }
 
     /// The smallest user key >= `lower` in the table (one block read at most).
     pub async fn first_key_at_or_after(&self, lower: &[u8]) -> Result<Option<Bytes>> {
-        let i = self.index.find(lower, MAX_SEQ);
-        if i >= self.index.len() {
+        let Some(at) = self.seek_block(lower, MAX_SEQ).await? else {
             return Ok(None);
-        }
-        let handle = self.index.handle(i);
+        };
+        let handle = at.handle();
         let mut it = BlockIter::new(self.cached_block(handle).await?);
         it.seek(lower, MAX_SEQ).map_err(|m| self.corruption(handle, m))?;
         Ok(it.valid().then(|| Bytes::copy_from_slice(it.user_key())))
@@ -201,9 +262,14 @@ impl Table {
     pub async fn last_key_before(&self, upper: &[u8]) -> Result<Option<Bytes>> {
         // Keys below `upper` fill the blocks before the first whose last key reaches it, and
         // maybe the start of that block.
-        let i = self.index.find(upper, MAX_SEQ);
-        if i < self.index.len() {
-            let handle = self.index.handle(i);
+        let p = self.top.find(upper, MAX_SEQ);
+        if p >= self.top.len() {
+            return Ok(Some(Bytes::copy_from_slice(self.top.last_key(self.top.len() - 1))));
+        }
+        let index = self.index_partition(p).await?;
+        let i = index.find(upper, MAX_SEQ);
+        if i < index.len() {
+            let handle = index.handle(i);
             let mut it = BlockIter::new(self.cached_block(handle).await?);
             it.seek_to_first().map_err(|m| self.corruption(handle, m))?;
             let mut last = None;
@@ -217,31 +283,136 @@ impl Table {
                 return Ok(last);
             }
         }
-        Ok(i.checked_sub(1).map(|prev| Bytes::copy_from_slice(self.index.last_key(prev))))
+        let previous = match (i.checked_sub(1), p.checked_sub(1)) {
+            (Some(prev), _) => Some(index.last_key(prev)),
+            (None, Some(prev_partition)) => Some(self.top.last_key(prev_partition)),
+            (None, None) => None,
+        };
+        Ok(previous.map(Bytes::copy_from_slice))
     }
 
     pub fn iter(self: &Arc<Self>, readahead: usize) -> TableIterator {
         TableIterator::new(Arc::clone(self), readahead)
     }
 
-    pub(crate) fn index(&self) -> &Index {
-        &self.index
+    /// The first block whose last key is >= (user_key, seq), if any.
+    pub(crate) async fn seek_block(&self, user_key: &[u8], seq: SeqNo) -> Result<Option<BlockPos>> {
+        let p = self.top.find(user_key, seq);
+        if p >= self.top.len() {
+            return Ok(None);
+        }
+        self.position(p, user_key, seq).await
+    }
+
+    /// The first block of partition `p` or after whose last key is >= (user_key, seq).
+    async fn position(&self, p: usize, user_key: &[u8], seq: SeqNo) -> Result<Option<BlockPos>> {
+        let index = self.index_partition(p).await?;
+        let block = index.find(user_key, seq);
+        self.settle(BlockPos { partition: p, index, block }).await
+    }
+
+    /// The block after `at`, crossing into the next partitions.
+    pub(crate) async fn next_block(&self, at: BlockPos) -> Result<Option<BlockPos>> {
+        self.settle(BlockPos { block: at.block + 1, ..at }).await
+    }
+
+    /// The block at `at`, or the first block of the following partitions if `at` is past the
+    /// end of its partition.
+    async fn settle(&self, mut at: BlockPos) -> Result<Option<BlockPos>> {
+        while at.block >= at.index.len() {
+            let partition = at.partition + 1;
+            if partition >= self.top.len() {
+                return Ok(None);
+            }
+            at = BlockPos { partition, index: self.index_partition(partition).await?, block: 0 };
+        }
+        Ok(Some(at))
+    }
+
+    /// The first block of the table.
+    pub(crate) async fn first_block(&self) -> Result<Option<BlockPos>> {
+        let index = self.index_partition(0).await?;
+        self.settle(BlockPos { partition: 0, index, block: 0 }).await
+    }
+
+    /// Every data block's handle, in file order (loads every index partition).
+    #[cfg(test)]
+    pub(crate) async fn block_handles(&self) -> Result<Vec<BlockHandle>> {
+        let mut handles = Vec::new();
+        for p in 0..self.top.len() {
+            handles.extend(self.index_partition(p).await?.handles());
+        }
+        Ok(handles)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn partitions(&self) -> usize {
+        self.top.len()
     }
 
     pub(crate) fn data_end(&self) -> u64 {
         self.data_end
     }
 
+    pub(crate) fn cache(&self) -> &BlockCache {
+        &self.cache
+    }
+
     pub(crate) fn corruption(&self, handle: BlockHandle, m: Malformed) -> Error {
         Error::corruption(&self.path, handle.offset, m.0)
     }
 
+    /// Index partition `p` through the cache.
+    pub(crate) async fn index_partition(&self, p: usize) -> Result<Arc<Index>> {
+        let handle = self.top.handle(p);
+        let data_end = self.data_end;
+        let loaded = self.cached(handle, |raw| {
+            let index = Index::decode(&raw, data_end)?;
+            if index.len() == 0 {
+                return Err(Malformed::new("index partition has no data blocks"));
+            }
+            Ok(CachedBlock::Index(Arc::new(index)))
+        });
+        match loaded.await? {
+            CachedBlock::Index(index) => Ok(index),
+            _ => {
+                Err(self.corruption(handle, Malformed::new("index partition shares a data offset")))
+            }
+        }
+    }
+
+    /// Filter partition `p` through the cache; None if the table has no filters.
+    async fn filter_partition(&self, p: usize) -> Result<Option<Arc<Bloom>>> {
+        let Some(&handle) = self.filters.get(p) else {
+            return Ok(None);
+        };
+        let loaded =
+            self.cached(handle, |raw| Ok(CachedBlock::Filter(Arc::new(Bloom::decode(&raw)?))));
+        match loaded.await? {
+            CachedBlock::Filter(bloom) => Ok(Some(bloom)),
+            _ => Err(self.corruption(handle, Malformed::new("filter partition shares an offset"))),
+        }
+    }
+
     /// A data block through the cache; concurrent misses on one block share one read.
     pub(crate) async fn cached_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        let loaded =
+            self.cached(handle, |raw| Ok(CachedBlock::Data(Arc::new(Block::decode(raw)?))));
+        match loaded.await? {
+            CachedBlock::Data(block) => Ok(block),
+            _ => Err(self.corruption(handle, Malformed::new("data block shares a meta offset"))),
+        }
+    }
+
+    async fn cached(
+        &self,
+        handle: BlockHandle,
+        decode: impl FnOnce(Bytes) -> Decoded<CachedBlock>,
+    ) -> Result<CachedBlock> {
         self.cache
             .get_or_load(self.cache_id, handle.offset, async {
                 let stored = self.read(handle.offset..handle.offset + handle.size).await?;
-                self.decode_block(handle, &stored)
+                read_block(&stored).and_then(decode).map_err(|m| self.corruption(handle, m))
             })
             .await
     }
@@ -297,11 +468,22 @@ async fn read_exact(storage: &StorageRef, path: &str, range: Range<u64>) -> Resu
 
 impl Drop for Table {
     /// Nobody can ask for this file's blocks again (its cache id dies with it), so free their
-    /// cache space now rather than waiting for eviction.
+    /// cache space now rather than waiting for eviction: the partitions, and the data blocks of
+    /// the index partitions still cached (others' data blocks age out).
     fn drop(&mut self) {
-        for h in self.index.handles() {
+        for p in 0..self.top.len() {
+            let at = self.top.handle(p).offset;
+            if let Some(CachedBlock::Index(index)) = self.cache.peek(self.cache_id, at) {
+                for h in index.handles() {
+                    self.cache.evict(self.cache_id, h.offset);
+                }
+            }
+            self.cache.evict(self.cache_id, at);
+        }
+        for h in &self.filters {
             self.cache.evict(self.cache_id, h.offset);
         }
+        self.cache.release(self.reserved);
     }
 }
 
@@ -310,7 +492,7 @@ impl std::fmt::Debug for Table {
         f.debug_struct("Table")
             .field("path", &self.path)
             .field("cache_id", &self.cache_id)
-            .field("blocks", &self.index.len())
+            .field("partitions", &self.top.len())
             .field("properties", &self.properties)
             .finish()
     }

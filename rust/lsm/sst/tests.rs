@@ -188,7 +188,8 @@ fn versions_spanning_blocks_and_snapshots() {
     let (data, _) = build(&entries, small_blocks());
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
-    assert!(table.index().len() > 50, "want many blocks, got {}", table.index().len());
+    let blocks = block_on(table.block_handles()).unwrap().len();
+    assert!(blocks > 50, "want many blocks, got {blocks}");
 
     let mut rng = StdRng::seed_from_u64(3);
     for i in 0..1200 {
@@ -351,17 +352,18 @@ fn bloom_filter_rejects_absent_keys() {
     let (data, _) = build(&entries, TableOptions::default());
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
+    let may_contain = |t: &Table, k: &[u8]| block_on(t.may_contain(k)).unwrap();
     for e in &entries {
-        assert!(table.may_contain(&e.0));
+        assert!(may_contain(&table, &e.0));
     }
     let absent = (0..5000).map(|i| user_key(i * 2 + 1));
-    let fp = absent.filter(|k| table.may_contain(k)).count();
+    let fp = absent.filter(|k| may_contain(&table, k)).count();
     assert!(fp < 5000 * 2 / 100, "{fp} false positives in 5000");
 
     // An absent key costs no storage request.
     let before = storage.reads.load(Ordering::Relaxed);
     let misses: Vec<Vec<u8>> =
-        (0..5000).map(|i| user_key(i * 2 + 1)).filter(|k| !table.may_contain(k)).collect();
+        (0..5000).map(|i| user_key(i * 2 + 1)).filter(|k| !may_contain(&table, k)).collect();
     for k in &misses {
         assert!(get(&table, k, MAX_SEQ).unwrap().is_empty());
     }
@@ -372,7 +374,8 @@ fn bloom_filter_rejects_absent_keys() {
         build(&entries, TableOptions { bloom_bits_per_key: 0, ..TableOptions::default() });
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
-    assert!(table.may_contain(b"anything"));
+    assert!(may_contain(&table, &entries[1].0[..]));
+    assert!(may_contain(&table, &user_key(1)));
 }
 
 #[test]
@@ -384,14 +387,21 @@ fn open_reads_small_files_in_one_request() {
     open_table(&storage, PATH, &cache).unwrap();
     assert_eq!(storage.reads.load(Ordering::Relaxed), 1);
 
-    // A large file: the tail read holds the footer, meta blocks need exactly one more.
+    // A large file: the tail read holds the footer, the top-level index and the filter
+    // directory; partitions are read when needed, through the cache.
     let entries = dataset(40_000, 8);
     let (data, _) = build(&entries, small_blocks());
     assert!(data.len() > 1 << 20);
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
-    assert_eq!(storage.reads.load(Ordering::Relaxed), 2);
-    assert!(table.memory_size() > 64 << 10);
+    assert_eq!(storage.reads.load(Ordering::Relaxed), 1);
+    assert!(table.partitions() > 50, "{} partitions", table.partitions());
+    assert_eq!(cache.reserved_bytes(), table.memory_size() as u64);
+    assert_eq!(cache.usage_bytes(), 0);
+    // What the open reader holds is a small fraction of the file's index.
+    block_on(table.block_handles()).unwrap();
+    let index = cache.index_filter_bytes();
+    assert!(table.memory_size() * 10 < index as usize, "{} vs {index}", table.memory_size());
     assert_eq!(
         get(&table, &entries[777].0, MAX_SEQ).unwrap(),
         model_get(&entries, &entries[777].0, MAX_SEQ)
@@ -414,25 +424,31 @@ fn block_cache_counts_and_shares_loads() {
     for r in results {
         assert!(!r.unwrap().is_empty());
     }
-    assert_eq!(storage.reads.load(Ordering::Relaxed), reads + 1);
-    assert_eq!(cache.misses(), 1);
-    assert_eq!(cache.hits(), 7);
+    // Filter partition, index partition, data block: one read each.
+    assert_eq!(storage.reads.load(Ordering::Relaxed), reads + 3);
+    assert_eq!(cache.misses(), 3);
+    assert_eq!(cache.hits(), 21);
     assert!(cache.usage_bytes() > 0);
+    assert!(cache.index_filter_bytes() > 0 && cache.data_bytes() > 0);
+    assert_eq!(cache.index_filter_bytes() + cache.data_bytes(), cache.usage_bytes());
 
     // Compaction-style scans do not fill the cache; user scans do.
     let usage = cache.usage_bytes();
     scan_all(&table, 1 << 20).unwrap();
-    assert_eq!(cache.usage_bytes(), usage);
-    assert_eq!(cache.misses(), 1);
+    assert_eq!(cache.data_bytes() + cache.index_filter_bytes(), usage);
+    assert_eq!(cache.misses(), 3);
     scan_all(&table, 0).unwrap();
     assert!(cache.usage_bytes() > usage);
     let misses = cache.misses();
     scan_all(&table, 0).unwrap();
     assert_eq!(cache.misses(), misses);
 
-    // Closing the table frees its blocks.
+    // Closing the table frees its blocks and its reservation.
+    assert!(cache.reserved_bytes() > 0);
     drop(table);
     assert_eq!(cache.usage_bytes(), 0);
+    assert_eq!((cache.data_bytes(), cache.index_filter_bytes()), (0, 0));
+    assert_eq!(cache.reserved_bytes(), 0);
 }
 
 #[test]
@@ -515,12 +531,13 @@ fn flipped_data_block_byte_names_the_block() {
     let (storage, cache) = store(data.clone());
     let table = open_table(&storage, PATH, &cache).unwrap();
     // A block holding the newest version of some key, so seeking to that key must read it.
-    let (victim_idx, victim_key) = entries
+    let tenth = block_on(table.block_handles()).unwrap()[10];
+    let (victim, victim_key) = entries
         .iter()
-        .map(|e| (table.index().find(&e.0, MAX_SEQ), e.0.clone()))
-        .find(|(i, _)| *i >= 10)
+        .map(|e| (block_on(table.seek_block(&e.0, MAX_SEQ)).unwrap().unwrap().handle(), &e.0))
+        .find(|(h, _)| h.offset >= tenth.offset)
         .unwrap();
-    let victim = table.index().handle(victim_idx);
+    let victim_key = victim_key.clone();
     drop(table);
     let (storage, cache) = store(with_byte_flipped(&data, victim.offset as usize + 3, 0x01));
     let table = open_table(&storage, PATH, &cache).unwrap();
@@ -544,7 +561,7 @@ fn flipped_index_and_footer_bytes_fail_open() {
     let entries = dataset(300, 13);
     let (data, _) = build(&entries, small_blocks());
     let size = data.len();
-    // The index is the last block before the footer.
+    // The top-level index is the last block before the footer.
     let (storage, cache) = store(with_byte_flipped(&data, size - 64 - 10, 0x40));
     let at = assert_corruption(open_table(&storage, PATH, &cache), "index");
     assert!(at < (size - 64) as u64);
@@ -594,7 +611,7 @@ fn malformed_block_contents_with_valid_checksums() {
         build(&entries, TableOptions { compression: Compression::None, ..TableOptions::default() });
     let (storage, cache) = store(data.clone());
     let table = open_table(&storage, PATH, &cache).unwrap();
-    let h = table.index().handle(0);
+    let h = block_on(table.block_handles()).unwrap()[0];
     drop(table);
     let payload = h.offset as usize..(h.offset + h.size) as usize - 5;
     for (at, value) in
@@ -616,4 +633,127 @@ fn missing_file_is_not_corruption() {
     let cache = Arc::new(BlockCache::new(1 << 20));
     let r = block_on(Table::open(storage.as_ref(), "nope.sst".into(), 1000, cache));
     assert!(matches!(r, Err(Error::NotFound(_))), "{r:?}");
+}
+
+// ---- partitions and format versions ----
+
+/// The same table as format 1 wrote it (data, whole filter, properties, whole index, footer),
+/// rebuilt from a format-2 file of `entries`.
+fn as_format1(data: &Bytes, entries: &[Entry]) -> Bytes {
+    use super::bloom::BloomBuilder;
+    use super::footer::{FORMAT_WHOLE_INDEX, Footer};
+    use super::framing::write_block;
+    use super::handle::BlockHandle;
+    use super::index::IndexBuilder;
+
+    let (storage, cache) = store(data.clone());
+    let table = open_table(&storage, PATH, &cache).unwrap();
+    let mut out = data[..table.data_end() as usize].to_vec();
+    let mut bloom = BloomBuilder::new(10);
+    let mut previous: Option<&[u8]> = None;
+    for (k, _, _, _) in entries {
+        if previous != Some(&k[..]) {
+            bloom.add(k);
+        }
+        previous = Some(k);
+    }
+    let offset = out.len() as u64;
+    let size = write_block(&mut out, &bloom.finish(), Compression::None) as u64;
+    let filter = Some(BlockHandle::new(offset, size));
+    let offset = out.len() as u64;
+    let size =
+        write_block(&mut out, &properties::encode(table.properties()), Compression::None) as u64;
+    let props = BlockHandle::new(offset, size);
+    let mut index = IndexBuilder::default();
+    for h in block_on(table.block_handles()).unwrap() {
+        let mut it = block::BlockIter::new(block_on(table.cached_block(h)).unwrap());
+        it.seek_to_first().unwrap();
+        let mut last = (Vec::new(), 0);
+        while it.valid() {
+            last = (it.user_key().to_vec(), it.seq());
+            it.next().unwrap();
+        }
+        index.add(&last.0, last.1, h);
+    }
+    let offset = out.len() as u64;
+    let size = write_block(&mut out, &index.finish(), Compression::None) as u64;
+    let index = BlockHandle::new(offset, size);
+    Footer { version: FORMAT_WHOLE_INDEX, index, filter, properties: props }.encode(&mut out);
+    Bytes::from(out)
+}
+
+#[test]
+fn format1_files_still_open_and_read() {
+    let entries = dataset(3000, 20);
+    let (data, _) = build(&entries, small_blocks());
+    let old = as_format1(&data, &entries);
+    let (storage, cache) = store(old);
+    let table = open_table(&storage, PATH, &cache).unwrap();
+    assert_eq!(table.partitions(), 1);
+    read_everything(&table, &entries).unwrap();
+    for i in [1, 2001, 5999] {
+        assert!(get(&table, &user_key(i), MAX_SEQ).unwrap().is_empty());
+    }
+    // Its whole index and filter live in the cache, not in the reader.
+    assert!(cache.index_filter_bytes() > table.memory_size() as u64 * 10);
+    let lo = block_on(table.first_key_at_or_after(&user_key(1001))).unwrap();
+    assert_eq!(lo.as_deref(), Some(&user_key(1002)[..]));
+    let hi = block_on(table.last_key_before(&user_key(1001))).unwrap();
+    assert_eq!(hi.as_deref(), Some(&user_key(1000)[..]));
+    let hi = block_on(table.last_key_before(&user_key(999_999))).unwrap();
+    assert_eq!(hi.as_deref(), Some(&user_key(5998)[..]));
+}
+
+#[test]
+fn versions_spanning_partitions_are_found_at_every_snapshot() {
+    // One key with a merge chain longer than several index partitions, between other keys.
+    let long = user_key(500);
+    let mut entries: Vec<Entry> =
+        (0..250).map(|i| (user_key(i * 2), 7, ValueKind::Put, vec![1])).collect();
+    for seq in (1..=6000u64).rev() {
+        let kind = if seq == 1 { ValueKind::Put } else { ValueKind::Merge };
+        entries.push((long.clone(), seq * 2, kind, seq.to_le_bytes().to_vec()));
+    }
+    entries.extend((251..500).map(|i| (user_key(i * 2), 7, ValueKind::Put, vec![2])));
+    let (data, _) = build(&entries, TableOptions { block_size: 64, ..small_blocks() });
+    let (storage, cache) = store(data);
+    let table = open_table(&storage, PATH, &cache).unwrap();
+    assert!(table.partitions() >= 4, "{} partitions", table.partitions());
+    for snapshot in [0, 1, 2, 3, 999, 1000, 1001, 4567, 8000, 11_999, 12_000, MAX_SEQ] {
+        assert_eq!(
+            get(&table, &long, snapshot).unwrap(),
+            model_get(&entries, &long, snapshot),
+            "snapshot {snapshot}"
+        );
+    }
+    for i in [0, 498, 502, 998] {
+        assert_eq!(
+            get(&table, &user_key(i), MAX_SEQ).unwrap(),
+            model_get(&entries, &user_key(i), MAX_SEQ)
+        );
+    }
+    assert_eq!(scan_all(&table, 0).unwrap(), entries);
+    let mut it = table.iter(0);
+    it.seek(&user_key(501)).unwrap();
+    assert_eq!(it.key(), &user_key(502)[..]);
+}
+
+#[test]
+fn iterators_count_what_they_pin() {
+    let entries = dataset(2000, 21);
+    let (data, _) = build(&entries, small_blocks());
+    let (storage, cache) = store(data);
+    let table = open_table(&storage, PATH, &cache).unwrap();
+    let mut it = table.iter(0);
+    assert_eq!(cache.pinned_bytes(), 0);
+    it.seek_to_first().unwrap();
+    let one = cache.pinned_bytes();
+    assert!(one > 0);
+    let mut compaction = table.iter(64 << 10);
+    compaction.seek_to_first().unwrap();
+    assert!(cache.pinned_bytes() > one + (32 << 10), "readahead buffer counted");
+    drop(compaction);
+    assert_eq!(cache.pinned_bytes(), one);
+    drop(it);
+    assert_eq!(cache.pinned_bytes(), 0);
 }

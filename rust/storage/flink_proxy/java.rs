@@ -7,8 +7,8 @@ use ::jni::objects::{GlobalRef, JClass, JMethodID, JStaticMethodID, JThrowable};
 use ::jni::signature::{Primitive, ReturnType};
 use once_cell::sync::OnceCell;
 
-pub(super) use crate::jni::JavaRef;
-use crate::jni::{attach_daemon, java_vm, take_pending_exception};
+pub(super) use crate::jvm::JavaRef;
+use crate::jvm::{attach_daemon, java_vm, take_pending_exception};
 use crate::{Error, ErrorKind, Result};
 
 /// Local references one call may create before its frame is popped.

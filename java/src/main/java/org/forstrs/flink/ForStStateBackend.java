@@ -184,7 +184,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 ForStSyncKeyedStateBackend.open(
                         parameters,
                         dbUri,
-                        nativeOptions(memory),
+                        nativeOptions(memory, cacheBaseDir(env)),
                         latencyTrackingConfigBuilder
                                 .setMetricGroup(parameters.getMetricGroup())
                                 .build(),
@@ -220,7 +220,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         parameters,
                         env.getExecutionConfig(),
                         dbUri,
-                        nativeOptions(memory),
+                        nativeOptions(memory, cacheBaseDir(env)),
                         config.isInlineCoordinator() ? 0 : config.getBatchThreads());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -301,6 +301,14 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 + env.getTaskInfo().getAttemptNumber();
     }
 
+    /** The disk cache's base without cache.dir: the first local directory, same after restarts. */
+    private File cacheBaseDir(Environment env) {
+        List<String> dirs = config.getLocalDirs();
+        return dirs == null
+                ? env.getTaskManagerInfo().getTmpWorkingDirectory()
+                : new File(dirs.get(0));
+    }
+
     private File chooseLocalDir(Environment env) {
         List<String> dirs = config.getLocalDirs();
         if (dirs == null) {
@@ -352,9 +360,10 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
      * The options of {@code ForStNative.open}: the configured engine options, under a memory
      * budget its block cache size and its memtable share as the memtable cap (a configured
      * memtable size stays if smaller, as RocksDB's write buffer size under a write buffer
-     * manager), and the storage keys.
+     * manager), and the storage keys (the disk cache's under {@code cacheBaseDir} unless
+     * cache.dir is set).
      */
-    String[] nativeOptions(long[] memory) {
+    String[] nativeOptions(long[] memory, File cacheBaseDir) {
         Map<String, String> engine = new LinkedHashMap<>(config.getEngineOptions());
         if (memory[0] != 0) {
             String configured = engine.get(MEMTABLE_BYTES);
@@ -374,6 +383,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
             options.addAll(List.of("fs.force-proxy", "true"));
         }
         options.addAll(config.getS3().nativeOptions());
+        options.addAll(config.getDiskCache().nativeOptions(cacheBaseDir));
         return options.toArray(new String[0]);
     }
 

@@ -304,6 +304,12 @@ public final class ForStNative {
     public static native boolean deleteDirectory(String dirUri, String[] options);
 
     /** Compacts every file into the last level and waits until it is done. */
+    /**
+     * Whether the database's current version lists the file {@code name} (relative to its
+     * directory): a file handed over to a checkpoint that the database still reads.
+     */
+    public static native boolean holdsFile(long db, String name);
+
     public static native void compact(long db);
 
     /**

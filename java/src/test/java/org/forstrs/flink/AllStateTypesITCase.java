@@ -277,13 +277,14 @@ class AllStateTypesITCase {
                 StreamExecutionEnvironment.getExecutionEnvironment(config(primary));
         env.setParallelism(PARALLELISM);
         List<String> results =
-                env.fromSequence(0, N + 2L * KEYS - 1)
-                        .setParallelism(1) // one ordered stream: markers come after the data
-                        .keyBy(i -> (int) (i < N ? i % KEYS : (i - N) % KEYS), Types.INT)
-                        .enableAsyncState()
-                        .process(new AllStates())
-                        .returns(Types.STRING)
-                        .executeAndCollect(4 * KEYS);
+                CollectFirst.collect(
+                        env.fromSequence(0, N + 2L * KEYS - 1)
+                                .setParallelism(1) // one ordered stream: markers come last
+                                .keyBy(i -> (int) (i < N ? i % KEYS : (i - N) % KEYS), Types.INT)
+                                .enableAsyncState()
+                                .process(new AllStates())
+                                .returns(Types.STRING),
+                        4 * KEYS);
         assertThat(results).containsExactlyInAnyOrderElementsOf(expected());
     }
 
@@ -362,12 +363,13 @@ class AllStateTypesITCase {
                 StreamExecutionEnvironment.getExecutionEnvironment(config(primary));
         env.setParallelism(PARALLELISM);
         List<Tuple2<Integer, Long>> results =
-                env.fromSequence(0, 9_999)
-                        .keyBy(i -> (int) (i % 100), Types.INT)
-                        .enableAsyncState()
-                        .process(new TtlCount())
-                        .returns(Types.TUPLE(Types.INT, Types.LONG))
-                        .executeAndCollect(10_000);
+                CollectFirst.collect(
+                        env.fromSequence(0, 9_999)
+                                .keyBy(i -> (int) (i % 100), Types.INT)
+                                .enableAsyncState()
+                                .process(new TtlCount())
+                                .returns(Types.TUPLE(Types.INT, Types.LONG)),
+                        10_000);
         Map<Integer, Long> max = new HashMap<>();
         results.forEach(t -> max.merge(t.f0, t.f1, Math::max));
         assertThat(results).hasSize(10_000);

@@ -149,11 +149,12 @@ class AsyncWordCountITCase {
         config.setString("state.backend.forst.primary-dir", primary.toString());
         StreamExecutionEnvironment env = environment(config);
         List<Long> sums =
-                env.fromSequence(0, 99)
-                        .setParallelism(1) // one ordered stream: each key's sums come in order
-                        .keyBy(i -> i % 10)
-                        .reduce(Long::sum)
-                        .executeAndCollect(100);
+                CollectFirst.collect(
+                        env.fromSequence(0, 99)
+                                .setParallelism(1) // one ordered stream: sums in order
+                                .keyBy(i -> i % 10)
+                                .reduce(Long::sum),
+                        100);
         // Every running sum of every key, computed without Flink.
         List<Long> expected = new ArrayList<>();
         Map<Long, Long> running = new HashMap<>();

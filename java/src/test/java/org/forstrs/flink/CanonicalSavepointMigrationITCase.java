@@ -46,6 +46,8 @@ import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
+import org.forstrs.flink.config.ForStOptions;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -109,34 +111,69 @@ class CanonicalSavepointMigrationITCase {
         Configuration hashMap = config("hashmap", checkpoints);
         JobClient onHashMap = submit(hashMap, null, 2, run, RECORDS / 4);
         awaitHeld(run, RECORDS / 4, onHashMap, miniCluster);
-        Path fromHashMap = stopWithCanonicalSavepoint(onHashMap, savepoints);
+        Path fromHashMap = stopWithSavepoint(onHashMap, savepoints, SavepointFormatType.CANONICAL);
 
         Configuration forSt = config("forst", checkpoints);
         forSt.setString("state.backend.forst.primary-dir", primary.toUri().toString());
         JobClient onForSt = submit(forSt, fromHashMap, 3, run, RECORDS / 2);
         awaitHeld(run, RECORDS / 2, onForSt, miniCluster);
-        Path fromForSt = stopWithCanonicalSavepoint(onForSt, savepoints);
+        Path fromForSt = stopWithSavepoint(onForSt, savepoints, SavepointFormatType.CANONICAL);
 
         submit(config("rocksdb", checkpoints), fromForSt, 2, run, Long.MAX_VALUE)
                 .getJobExecutionResult()
                 .get();
 
+        assertOutputIsAnUninterruptedRun(run);
+
+        // Ours wrote the unified format: key-group handles only, and the timers among the
+        // managed keyed states rather than in raw keyed state.
+        assertThat(managedKeyedState(fromForSt))
+                .isNotEmpty()
+                .allMatch(KeyGroupsSavepointStateHandle.class::isInstance);
+        assertThat(rawKeyedState(fromForSt)).isEmpty();
+    }
+
+    /**
+     * Ours with heap timers, then with timers in the store from its native savepoint (the timer
+     * service wrote the heap timers into raw keyed state, and adds them to the store queues on
+     * restore), then with heap timers again from a canonical savepoint (where stored timers are
+     * states like any other).
+     */
+    @Test
+    void timersMoveFromTheHeapIntoTheStoreAndBack(
+            @TempDir Path primary,
+            @TempDir Path checkpoints,
+            @TempDir Path savepoints,
+            @InjectMiniCluster MiniCluster miniCluster)
+            throws Exception {
+        String run = "timer-services-" + UUID.randomUUID();
+        OUTPUT.put(run, new ConcurrentLinkedQueue<>());
+        Configuration heapTimers = config("forst", checkpoints);
+        heapTimers.setString("state.backend.forst.primary-dir", primary.toUri().toString());
+        heapTimers.set(ForStOptions.TIMER_SERVICE_FACTORY, ForStOptions.TimerServiceType.HEAP);
+        Configuration storeTimers = new Configuration(heapTimers);
+        storeTimers.set(ForStOptions.TIMER_SERVICE_FACTORY, ForStOptions.TimerServiceType.ForStDB);
+
+        JobClient onHeap = submit(heapTimers, null, 2, run, RECORDS / 4);
+        awaitHeld(run, RECORDS / 4, onHeap, miniCluster);
+        Path native1 = stopWithSavepoint(onHeap, savepoints, SavepointFormatType.NATIVE);
+        assertThat(rawKeyedState(native1)).isNotEmpty();
+
+        JobClient inStore = submit(storeTimers, native1, 3, run, RECORDS / 2);
+        awaitHeld(run, RECORDS / 2, inStore, miniCluster);
+        Path canonical = stopWithSavepoint(inStore, savepoints, SavepointFormatType.CANONICAL);
+        assertThat(rawKeyedState(canonical)).isEmpty();
+
+        submit(heapTimers, canonical, 2, run, Long.MAX_VALUE).getJobExecutionResult().get();
+        assertOutputIsAnUninterruptedRun(run);
+    }
+
+    private static void assertOutputIsAnUninterruptedRun(String run) {
         List<String> actual = new ArrayList<>(OUTPUT.get(run));
         actual.sort(null);
         List<String> expected = expectedOutput();
         expected.sort(null);
         assertThat(actual).hasSameSizeAs(expected).containsExactlyElementsOf(expected);
-
-        // Ours wrote the unified format: key-group handles only, and the timers among the
-        // managed keyed states rather than in raw keyed state.
-        List<KeyedStateHandle> managed = new ArrayList<>();
-        List<KeyedStateHandle> raw = new ArrayList<>();
-        for (OperatorSubtaskState subtask : subtaskStates(fromForSt)) {
-            managed.addAll(subtask.getManagedKeyedState());
-            raw.addAll(subtask.getRawKeyedState());
-        }
-        assertThat(managed).isNotEmpty().allMatch(KeyGroupsSavepointStateHandle.class::isInstance);
-        assertThat(raw).isEmpty();
     }
 
     private static Configuration config(String backend, Path checkpoints) {
@@ -264,14 +301,27 @@ class CanonicalSavepointMigrationITCase {
         Await.until(records + " records", () -> PacedSequence.emitted(run) >= records, job);
     }
 
-    private static Path stopWithCanonicalSavepoint(JobClient job, Path savepoints)
-            throws Exception {
-        String location =
-                job.stopWithSavepoint(
-                                false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
-                        .get();
+    private static Path stopWithSavepoint(
+            JobClient job, Path savepoints, SavepointFormatType format) throws Exception {
+        String location = job.stopWithSavepoint(false, savepoints.toUri().toString(), format).get();
         job.getJobExecutionResult().get();
         return Paths.get(URI.create(location));
+    }
+
+    private static List<KeyedStateHandle> managedKeyedState(Path savepoint) throws IOException {
+        List<KeyedStateHandle> handles = new ArrayList<>();
+        for (OperatorSubtaskState subtask : subtaskStates(savepoint)) {
+            handles.addAll(subtask.getManagedKeyedState());
+        }
+        return handles;
+    }
+
+    private static List<KeyedStateHandle> rawKeyedState(Path savepoint) throws IOException {
+        List<KeyedStateHandle> handles = new ArrayList<>();
+        for (OperatorSubtaskState subtask : subtaskStates(savepoint)) {
+            handles.addAll(subtask.getRawKeyedState());
+        }
+        return handles;
     }
 
     private static List<OperatorSubtaskState> subtaskStates(Path savepoint) throws IOException {

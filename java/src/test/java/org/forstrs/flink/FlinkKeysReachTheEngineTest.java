@@ -1,17 +1,24 @@
 package org.forstrs.flink;
 
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
 
 import org.forstrs.jni.ForStNative;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Flink's ForSt keys that carry over to the engine reach it: a DB opened with the backend's
@@ -57,7 +64,8 @@ class FlinkKeysReachTheEngineTest {
                                 P + "use-bloom-filter", "false",
                                 P + "compression.per.level", "NO_COMPRESSION",
                                 P + "engine.l0-compaction-trigger", "6"));
-        Map<String, String> options = inEffect(dir, backend.nativeOptions(new long[] {0, 0}));
+        Map<String, String> options =
+                inEffect(dir, backend.nativeOptions(new long[] {0, 0}, dir.toFile()));
         assertThat(options)
                 .containsEntry("memtable-bytes", Long.toString(3L << 20))
                 .containsEntry("max-frozen-memtables", "3")
@@ -77,7 +85,7 @@ class FlinkKeysReachTheEngineTest {
                 inEffect(
                         dir.resolve("b"),
                         backend(Map.of(P + "bloom-filter.bits-per-key", "7.4"))
-                                .nativeOptions(new long[] {0, 0}));
+                                .nativeOptions(new long[] {0, 0}, dir.toFile()));
         assertThat(options.get("bloom-bits-per-key")).isEqualTo("7");
         options.remove("bloom-bits-per-key");
         defaults.remove("bloom-bits-per-key");
@@ -89,14 +97,84 @@ class FlinkKeysReachTheEngineTest {
         ForStStateBackend backend =
                 backend(Map.of(P + "writebuffer.size", "3mb", P + "block.cache-size", "12mb"));
         Map<String, String> smallShare =
-                inEffect(dir.resolve("a"), backend.nativeOptions(new long[] {1L << 20, 32L << 20}));
+                inEffect(
+                        dir.resolve("a"),
+                        backend.nativeOptions(new long[] {1L << 20, 32L << 20}, dir.toFile()));
         assertThat(smallShare)
                 .containsEntry("memtable-bytes", Long.toString(1L << 20))
                 .containsEntry("block-cache-bytes", Long.toString(32L << 20))
                 .containsEntry(
                         "max-frozen-memtables", Integer.toString(ForStStateBackend.MEMTABLES - 1));
         Map<String, String> largeShare =
-                inEffect(dir.resolve("b"), backend.nativeOptions(new long[] {8L << 20, 32L << 20}));
+                inEffect(
+                        dir.resolve("b"),
+                        backend.nativeOptions(new long[] {8L << 20, 32L << 20}, dir.toFile()));
         assertThat(largeShare).containsEntry("memtable-bytes", Long.toString(3L << 20));
+    }
+
+    /** Entry files of the disk cache in {@code dir} (none if it does not exist). */
+    private static List<Path> cacheEntries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return List.of();
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(f -> f.toString().endsWith(".entry")).toList();
+        }
+    }
+
+    /** Opens a DB at {@code dir} with {@code options}, writes a key and flushes it to an SST. */
+    private static void writeOneFile(Path dir, String[] options) {
+        long db = ForStNative.open(dir.toUri().toString(), options);
+        try {
+            int cf = ForStNative.createColumnFamily(db, "state");
+            ByteBuffer key = ByteBuffer.allocateDirect(3).put(new byte[] {1, 2, 3});
+            ByteBuffer value = ByteBuffer.allocateDirect(2).put(new byte[] {4, 5});
+            ForStNative.put(db, cf, key, 0, 3, value, 0, 2);
+            ForStNative.flush(db);
+        } finally {
+            ForStNative.close(db);
+        }
+    }
+
+    @Test
+    void theCacheKeysPutADiskCacheUnderTheDb(@TempDir Path dir) throws IOException {
+        Path cache = dir.resolve("cache");
+        ForStStateBackend backend =
+                backend(
+                        Map.of(
+                                P + "cache.dir", cache.toString(),
+                                P + "cache.size-based-limit", "64mb"));
+        writeOneFile(dir.resolve("db"), backend.nativeOptions(new long[] {0, 0}, dir.toFile()));
+        assertThat(cacheEntries(cache)).hasSize(1);
+
+        // A size limit alone puts the cache under the local directory.
+        ForStStateBackend sized = backend(Map.of(P + "cache.size-based-limit", "64mb"));
+        Path local = dir.resolve("local");
+        writeOneFile(dir.resolve("db2"), sized.nativeOptions(new long[] {0, 0}, local.toFile()));
+        assertThat(cacheEntries(local.resolve("forst-rs-cache"))).hasSize(1);
+    }
+
+    @Test
+    void withoutCacheKeysOrWithoutBoundsThereIsNoCache(@TempDir Path dir) throws IOException {
+        Path cache = dir.resolve("cache");
+        ForStStateBackend unbounded =
+                backend(
+                        Map.of(
+                                P + "cache.dir", cache.toString(),
+                                P + "cache.reserve-size", "0"));
+        writeOneFile(dir.resolve("a"), unbounded.nativeOptions(new long[] {0, 0}, dir.toFile()));
+        ForStStateBackend plain = backend(Map.of());
+        writeOneFile(dir.resolve("b"), plain.nativeOptions(new long[] {0, 0}, dir.toFile()));
+        assertThat(cacheEntries(cache)).isEmpty();
+        assertThat(cacheEntries(dir.resolve("forst-rs-cache"))).isEmpty();
+    }
+
+    @Test
+    void aCacheDirMustBeALocalAbsolutePath() {
+        for (String bad : List.of("relative/cache", "s3://bucket/cache")) {
+            assertThatThrownBy(() -> backend(Map.of(P + "cache.dir", bad)))
+                    .isInstanceOf(IllegalConfigurationException.class)
+                    .hasMessageContaining(P + "cache.dir");
+        }
     }
 }

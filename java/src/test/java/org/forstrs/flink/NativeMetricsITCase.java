@@ -319,6 +319,20 @@ class NativeMetricsITCase {
         assertThat(value(metrics, "forstrs.user-bytes-written"))
                 .as(operator + " bytes written")
                 .isPositive();
+        // flushed SSTs went to the storage: bytes, requests and their time
+        assertThat(value(metrics, "forstrs.storage-bytes-written"))
+                .as(operator + " bytes written to the storage")
+                .isGreaterThanOrEqualTo(value(metrics, "rocksdb.total-sst-files-size"));
+        assertThat(value(metrics, "forstrs.storage-writes")).as(operator).isPositive();
+        assertThat(value(metrics, "forstrs.storage-other-requests")).as(operator).isPositive();
+        if (operator.equals(ASYNC_OPERATOR)) {
+            // every AEC batch is one executor batch of one or more requests
+            long batches = value(metrics, "forstrs.batches");
+            assertThat(batches).as(operator + " batches").isPositive();
+            assertThat(value(metrics, "forstrs.batch-requests"))
+                    .as(operator + " batch requests")
+                    .isGreaterThanOrEqualTo(batches);
+        }
     }
 
     private static long value(Map<String, Metric> metrics, String name) {

@@ -61,6 +61,7 @@ public final class ForStBackendConfig implements Serializable {
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
     private final S3Settings s3;
+    private final DiskCacheSettings diskCache;
     private final TimerServiceType timerService;
     private final int timerCacheSize;
 
@@ -86,6 +87,7 @@ public final class ForStBackendConfig implements Serializable {
             boolean forceProxy,
             boolean syncEnforceLocal,
             S3Settings s3,
+            DiskCacheSettings diskCache,
             TimerServiceType timerService,
             int timerCacheSize,
             Map<String, String> engineOptions,
@@ -102,6 +104,7 @@ public final class ForStBackendConfig implements Serializable {
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
         this.s3 = s3;
+        this.diskCache = diskCache;
         this.timerService = timerService;
         this.timerCacheSize = timerCacheSize;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
@@ -164,6 +167,7 @@ public final class ForStBackendConfig implements Serializable {
         boolean forceProxy = get(config, ForStOptions.FS_FORCE_PROXY);
         boolean syncEnforceLocal = get(config, ForStOptions.SYNC_ENFORCE_LOCAL);
         S3Settings s3 = S3Settings.fromConfig(config);
+        DiskCacheSettings diskCache = DiskCacheSettings.fromConfig(config);
         Map<String, String> engine = EngineOptionMapping.engineOptions(config);
         NoEffectOptions.logSetKeys(config);
 
@@ -180,6 +184,7 @@ public final class ForStBackendConfig implements Serializable {
                 forceProxy,
                 syncEnforceLocal,
                 s3,
+                diskCache,
                 timerService,
                 timerCacheSize,
                 engine,
@@ -484,6 +489,11 @@ public final class ForStBackendConfig implements Serializable {
         return s3;
     }
 
+    /** The local disk cache under the primary directory. */
+    public DiskCacheSettings getDiskCache() {
+        return diskCache;
+    }
+
     /** Whether synchronous keyed state stays under the local directory (not the primary one). */
     public boolean isSyncEnforceLocal() {
         return syncEnforceLocal;
@@ -530,6 +540,8 @@ public final class ForStBackendConfig implements Serializable {
                 + syncEnforceLocal
                 + ", s3="
                 + s3
+                + ", diskCache="
+                + diskCache
                 + ", timerService="
                 + timerService
                 + ", timerCacheSize="

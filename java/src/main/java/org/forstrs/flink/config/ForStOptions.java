@@ -166,45 +166,61 @@ public final class ForStOptions {
                     .defaultValue(0.1)
                     .withDescription(
                             "Flink's share of the block cache reserved for index and filter"
-                                    + " blocks; checked as Flink does, no effect (the engine"
-                                    + " keeps index and filter blocks outside the cache).");
+                                    + " blocks; checked as Flink does, no effect (index and"
+                                    + " filter partitions share the cache with data blocks,"
+                                    + " without priorities).");
 
     public static final ConfigOption<Boolean> USE_PARTITIONED_INDEX_FILTERS =
             ConfigOptions.key(PREFIX + "memory.partitioned-index-filters")
                     .booleanType()
                     .defaultValue(true)
-                    .withDescription("Flink's partitioned index and filters; no effect.");
+                    .withDescription(
+                            "Flink's partitioned index and filters; no effect: the engine always"
+                                    + " partitions them and caches them in the block cache.");
 
     public static final ConfigOption<String> CACHE_DIRECTORY =
             ConfigOptions.key(PREFIX + "cache.dir")
                     .stringType()
                     .noDefaultValue()
-                    .withDescription("Directory of the local disk cache; no effect yet.");
+                    .withDescription(
+                            "Local directory of the disk cache of SST files under the primary"
+                                    + " directory (one per task manager, shared by its"
+                                    + " databases, warm again after a restart); setting it"
+                                    + " turns the cache on. Default: forst-rs-cache under the"
+                                    + " first local directory.");
 
     public static final ConfigOption<MemorySize> CACHE_SIZE_BASE_LIMIT =
             ConfigOptions.key(PREFIX + "cache.size-based-limit")
                     .memoryType()
                     .defaultValue(MemorySize.ZERO)
-                    .withDescription("Size limit of the local disk cache; no effect yet.");
+                    .withDescription(
+                            "Most bytes the disk cache may take; a positive value turns the"
+                                    + " cache on. 0: no size limit.");
 
     public static final ConfigOption<MemorySize> CACHE_RESERVED_SIZE =
             ConfigOptions.key(PREFIX + "cache.reserve-size")
                     .memoryType()
                     .defaultValue(MemorySize.ofMebiBytes(256))
                     .withDescription(
-                            "Disk space the local disk cache leaves free; no effect yet.");
+                            "Disk space the disk cache leaves free on its disk (it evicts"
+                                    + " files to keep it). 0: none. Unlike Flink's ForSt, it does"
+                                    + " not turn the cache on by itself.");
 
     public static final ConfigOption<Integer> CACHE_LRU_ACCESS_BEFORE_PROMOTION =
             ConfigOptions.key(PREFIX + "cache.lru.access-before-promote")
                     .intType()
                     .defaultValue(6)
-                    .withDescription("Flink's disk cache promotion policy; no effect.");
+                    .withDescription(
+                            "Flink's disk cache promotion policy; no effect (the cache is"
+                                    + " LRU).");
 
     public static final ConfigOption<Integer> CACHE_LRU_PROMOTION_LIMIT =
             ConfigOptions.key(PREFIX + "cache.lru.promote-limit")
                     .intType()
                     .defaultValue(3)
-                    .withDescription("Flink's disk cache promotion policy; no effect.");
+                    .withDescription(
+                            "Flink's disk cache promotion policy; no effect (the cache is"
+                                    + " LRU).");
 
     public static final ConfigOption<String> OPTIONS_FACTORY =
             ConfigOptions.key(PREFIX + "options-factory")

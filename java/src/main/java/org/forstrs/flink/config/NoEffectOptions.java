@@ -14,7 +14,9 @@ import java.util.Map;
  */
 final class NoEffectOptions {
 
-    private static final String NO_DISK_CACHE = "the local disk cache does not exist yet";
+    private static final String LRU_ONLY =
+            "the disk cache evicts the least recently used files, without Flink's hot/cold"
+                    + " promotion";
     private static final String NO_INFO_LOG = "the engine writes no info log of its own";
     private static final String NO_METRIC = "the engine does not track this metric";
 
@@ -25,20 +27,18 @@ final class NoEffectOptions {
 
     private static Map<String, String> reasons() {
         Map<String, String> r = new LinkedHashMap<>();
-        r.put(ForStOptions.CACHE_DIRECTORY.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_SIZE_BASE_LIMIT.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_RESERVED_SIZE.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_LRU_ACCESS_BEFORE_PROMOTION.key(), NO_DISK_CACHE);
-        r.put(ForStOptions.CACHE_LRU_PROMOTION_LIMIT.key(), NO_DISK_CACHE);
+        r.put(ForStOptions.CACHE_LRU_ACCESS_BEFORE_PROMOTION.key(), LRU_ONLY);
+        r.put(ForStOptions.CACHE_LRU_PROMOTION_LIMIT.key(), LRU_ONLY);
         r.put(
                 ForStOptions.OPTIONS_FACTORY.key(),
                 "it configures the C++ ForSt; engine options are state.backend.forst.engine.*");
         r.put(
                 ForStOptions.HIGH_PRIORITY_POOL_RATIO.key(),
-                "index and filter blocks stay in memory outside the block cache");
+                "the block cache has no priority pools: index and filter partitions share it with"
+                        + " data blocks");
         r.put(
                 ForStOptions.USE_PARTITIONED_INDEX_FILTERS.key(),
-                "index and filter blocks are not partitioned");
+                "index and filters are always partitioned and cached in the block cache");
         r.put(
                 ForStConfigurableOptions.MAX_BACKGROUND_THREADS.key(),
                 "each DB runs one flush and one compaction thread");
@@ -57,7 +57,7 @@ final class NoEffectOptions {
                 "each memtable is flushed on its own");
         r.put(
                 ForStConfigurableOptions.METADATA_BLOCK_SIZE.key(),
-                "index blocks are not partitioned");
+                "index and filter partitions are about 4 KiB");
         r.put(
                 ForStConfigurableOptions.WRITE_BATCH_SIZE.key(),
                 "each state batch is one atomic write batch");

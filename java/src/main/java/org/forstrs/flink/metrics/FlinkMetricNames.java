@@ -40,6 +40,7 @@ public final class FlinkMetricNames {
         property(m, "num-entries-active-mem-table", "active-memtable-entries");
         property(m, "num-entries-imm-mem-tables", "frozen-memtable-entries");
         property(m, "estimate-num-keys", "estimated-keys");
+        property(m, "estimate-table-readers-mem", "table-reader-bytes");
         property(m, "estimate-live-data-size", "live-sst-bytes");
         property(m, "total-sst-files-size", "live-sst-bytes");
         property(m, "live-sst-files-size", "live-sst-bytes");
@@ -47,6 +48,7 @@ public final class FlinkMetricNames {
         property(m, "is-write-stopped", "write-stopped");
         property(m, "block-cache-capacity", "block-cache-capacity-bytes");
         property(m, "block-cache-usage", "block-cache-usage-bytes");
+        property(m, "block-cache-pinned-usage", "iterator-pinned-bytes");
         List<Gauge> levels =
                 IntStream.range(0, NUM_LEVELS)
                         .mapToObj(l -> new Gauge("rocksdb." + LEVELS + l, "files-at-level" + l))

@@ -173,7 +173,10 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                     toHandOver.add(names[i]);
                     Path inDb = new Path(checkpoint.dbUri() + "/" + names[i]);
                     HandleAndLocalPath file =
-                            HandleAndLocalPath.of(new FileStateHandle(inDb, sizes[i]), names[i]);
+                            HandleAndLocalPath.of(
+                                    new HandedOverFileHandle(
+                                            inDb, sizes[i], checkpoint.db(), names[i]),
+                                    names[i]);
                     shared.add(file);
                     uploads.add(file);
                 }

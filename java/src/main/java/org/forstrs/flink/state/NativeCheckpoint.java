@@ -30,6 +30,11 @@ public final class NativeCheckpoint {
         return db.uri();
     }
 
+    /** The database the checkpoint is of. */
+    public NativeDb db() {
+        return db;
+    }
+
     /** Waits for the frozen data to be flushed; returns the opaque manifest. */
     public byte[] manifest() {
         return db.whileOpen(() -> ForStNative.checkpointManifest(handle));

@@ -206,6 +206,19 @@ public final class NativeDb implements Closeable {
     }
 
     /**
+     * Whether this database, while open, still reads the file {@code name} (relative to its
+     * directory); false once it is closed.
+     */
+    public boolean holdsFile(String name) {
+        lock.readLock().lock();
+        try {
+            return !closed && ForStNative.holdsFile(handle, name);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
      * Synchronous phase of a checkpoint: freezes the memtable and pins the current files (no I/O).
      */
     public NativeCheckpoint prepareCheckpoint() {

@@ -722,6 +722,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
             @Nonnull CheckpointOptions checkpointOptions)
             throws Exception {
         checkNotDisposed();
+        flushTimerWrites();
         return new SnapshotStrategyRunner<KeyedStateHandle, ForStSnapshotResources>(
                         "ForSt-RS sync snapshot",
                         snapshotStrategy,
@@ -740,6 +741,7 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
     @Override
     public SavepointResources<K> savepoint() {
         checkNotDisposed();
+        flushTimerWrites();
         List<CanonicalState> canonical = new ArrayList<>();
         for (StateInfo info : states.values()) {
             int cf = info.cf();
@@ -780,6 +782,13 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
         return new CanonicalState(
                 queue.getMetaInfo().snapshot(),
                 () -> new HeapQueueEntries<>(snapshot, keyGroupRange, keyGroupPrefixBytes));
+    }
+
+    /** Snapshots must see every timer added or removed so far. */
+    private void flushTimerWrites() {
+        if (storeTimers != null) {
+            storeTimers.flush();
+        }
     }
 
     @Override

@@ -99,6 +99,17 @@ public final class SyncDbAccess {
         db.delete(cf, b.key(key), key.length);
     }
 
+    /**
+     * Applies the writes (PUT, MERGE, DELETE, DELETE_PREFIX) encoded in {@code writes} since its
+     * {@code begin()} as one atomic write batch.
+     */
+    public void write(BatchEncoder writes) {
+        Buffers b = buffers.get();
+        int length = writes.finish();
+        long written = db.executeBatch(writes.buffer(), length, b.response);
+        new BatchDecoder(b.response, (int) written, writes.count());
+    }
+
     /** Deletes every key of the column family that starts with {@code prefix}. */
     public void deletePrefix(int cf, byte[] prefix) {
         Buffers b = buffers.get();

@@ -70,7 +70,7 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
             return null;
         }
         context.counters().cached(-1);
-        context.access().delete(context.cf(), first);
+        context.delete(first);
         if (cache.isEmpty()) {
             resumeAfter = first;
         }
@@ -93,14 +93,14 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
         if (!belongsInCache) {
             // Larger than every cached element (an equal one is there already): only the
             // store holds it.
-            context.access().put(context.cf(), key, new byte[0]);
+            context.put(key);
             allInCache = false;
             return false;
         }
         if (!cache.add(key)) {
             return false; // already there
         }
-        context.access().put(context.cf(), key, new byte[0]);
+        context.put(key);
         context.counters().cached(1);
         if (cache.size() > context.cacheSize()) {
             // the largest cached element now lives in the store only
@@ -124,7 +124,7 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
             return false; // the key group is empty
         }
         byte[] key = context.key(keyGroup, element);
-        context.access().delete(context.cf(), key);
+        context.delete(key);
         byte[] oldFirst = cache.first();
         if (!cache.remove(key)) {
             return false;
@@ -153,7 +153,7 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
             return cache.size();
         }
         int size = 0;
-        PrefixScan scan = new PrefixScan(context.access(), context.cf(), prefix);
+        PrefixScan scan = new PrefixScan(context.flushedAccess(), context.cf(), prefix);
         while (scan.hasNext()) {
             scan.next();
             size++;
@@ -174,11 +174,12 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
     @Nonnull
     @Override
     public CloseableIterator<T> iterator() {
-        PrefixScan scan = new PrefixScan(context.access(), context.cf(), prefix);
+        PrefixScan scan = new PrefixScan(context.flushedAccess(), context.cf(), prefix);
         Iterator<T> elements =
                 new Iterator<>() {
                     @Override
                     public boolean hasNext() {
+                        context.flushedAccess(); // the next chunk sees timers added meanwhile
                         return scan.hasNext();
                     }
 
@@ -200,7 +201,7 @@ final class CachingKeyGroupQueue<T> extends AbstractHeapPriorityQueueElement
             return;
         }
         SyncDbAccess.Chunk chunk =
-                context.access()
+                context.flushedAccess()
                         .scan(context.cf(), prefix, resumeAfter, context.cacheSize());
         cache.addAll(chunk.keys());
         allInCache = !chunk.hasMore();

@@ -12,8 +12,8 @@ import java.io.IOException;
 
 /**
  * What the key-group queues of one store-backed timer queue share: its column family, the
- * element serializer, one serialization buffer (all calls come from the task thread) and the
- * queue's counters.
+ * element serializer, one serialization buffer (all calls come from the task thread), and with
+ * the backend's other timer queues the pending writes and the counters.
  */
 final class StoreQueueContext<T> {
 
@@ -22,6 +22,7 @@ final class StoreQueueContext<T> {
     private final int keyGroupPrefixBytes;
     private final int cacheSize;
     private final StoreQueueCounters counters;
+    private final PendingTimerWrites writes;
     private final DataOutputSerializer out = new DataOutputSerializer(128);
     private final DataInputDeserializer in = new DataInputDeserializer();
     private TypeSerializer<T> serializer;
@@ -32,17 +33,15 @@ final class StoreQueueContext<T> {
             int keyGroupPrefixBytes,
             int cacheSize,
             TypeSerializer<T> serializer,
-            StoreQueueCounters counters) {
+            StoreQueueCounters counters,
+            PendingTimerWrites writes) {
         this.access = access;
         this.cf = cf;
         this.keyGroupPrefixBytes = keyGroupPrefixBytes;
         this.cacheSize = cacheSize;
         this.serializer = serializer;
         this.counters = counters;
-    }
-
-    SyncDbAccess access() {
-        return access;
+        this.writes = writes;
     }
 
     int cf() {
@@ -51,6 +50,22 @@ final class StoreQueueContext<T> {
 
     int cacheSize() {
         return cacheSize;
+    }
+
+    /** Stores {@code key} as an element (applied with the next flush of the pending writes). */
+    void put(byte[] key) {
+        writes.put(cf, key);
+    }
+
+    /** Removes the element {@code key} from the store (applied with the next flush). */
+    void delete(byte[] key) {
+        writes.delete(cf, key);
+    }
+
+    /** The store as the queue sees it: every pending write applied. Call before reading it. */
+    SyncDbAccess flushedAccess() {
+        writes.flush();
+        return access;
     }
 
     StoreQueueCounters counters() {

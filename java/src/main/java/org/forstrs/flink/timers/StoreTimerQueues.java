@@ -47,6 +47,7 @@ public final class StoreTimerQueues implements PriorityQueueSetFactory {
     private final int keyGroupPrefixBytes;
     private final int cacheSize;
     private final StoreQueueCounters counters = new StoreQueueCounters();
+    private final PendingTimerWrites writes;
 
     /** Queues by name, with what was last asked for the queue (restored ones until re-created). */
     private final Map<String, Registered<?>> queues = new LinkedHashMap<>();
@@ -81,6 +82,7 @@ public final class StoreTimerQueues implements PriorityQueueSetFactory {
         this.numberOfKeyGroups = numberOfKeyGroups;
         this.keyGroupPrefixBytes = keyGroupPrefixBytes;
         this.cacheSize = cacheSize;
+        this.writes = new PendingTimerWrites(access);
     }
 
     /** A queue of a restored checkpoint: its meta info stays in snapshots until it is re-created. */
@@ -126,7 +128,8 @@ public final class StoreTimerQueues implements PriorityQueueSetFactory {
                             keyGroupPrefixBytes,
                             cacheSize,
                             serializer.duplicate(),
-                            counters);
+                            counters,
+                            writes);
             registered.context = context;
             KeyGroupPartitionedPriorityQueue.PartitionQueueSetFactory<T, CachingKeyGroupQueue<T>>
                     partitions =
@@ -182,6 +185,14 @@ public final class StoreTimerQueues implements PriorityQueueSetFactory {
         return queues.containsKey(stateName);
     }
 
+    /**
+     * Applies the queues' pending writes to the store: before a snapshot or savepoint, which must
+     * see every timer added or removed so far.
+     */
+    public void flush() {
+        writes.flush();
+    }
+
     /** What the queues hold in memory. */
     public StoreQueueCounters counters() {
         return counters;
@@ -192,6 +203,7 @@ public final class StoreTimerQueues implements PriorityQueueSetFactory {
      * column family (a test and diagnostics aid: it reads them all).
      */
     public long storedElements() {
+        writes.flush();
         long stored = 0;
         for (Registered<?> registered : queues.values()) {
             if (registered.context == null) {

@@ -129,6 +129,11 @@ public final class TimerBenchJob {
                 config.setString(
                         "state.backend.forst.timer-service.factory",
                         backend.equals("forst") ? "ForStDB" : "HEAP");
+                if (options.containsKey("timer-cache")) {
+                    config.setString(
+                            "state.backend.forst.timer-service.cache-size",
+                            options.get("timer-cache"));
+                }
                 break;
             case "rocksdb":
                 config.set(StateBackendOptions.STATE_BACKEND, "rocksdb");

@@ -21,6 +21,7 @@ import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.CheckpointType;
 import org.apache.flink.runtime.checkpoint.SavepointType;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.AbstractStateBackend;
@@ -62,12 +63,16 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.forstrs.flink.config.ForStOptions.TimerServiceType.ForStDB;
+import static org.forstrs.flink.config.ForStOptions.TimerServiceType.HEAP;
 
 /**
  * Canonical savepoints between ForSt-RS's synchronous backend and Flink's heap backend, with a
  * rescale each way: every State V1 type (map values that are null included) and a timer queue
  * written on ours at one subtask restore on two heap subtasks, and their savepoints restore on
- * one of ours again, entry for entry.
+ * one of ours again, entry for entry. Also how timers move between ours with heap timers and ours
+ * with store timers.
  */
 class CanonicalSavepointRoundTripTest {
 
@@ -186,9 +191,76 @@ class CanonicalSavepointRoundTripTest {
         }
     }
 
+    /**
+     * Timers move between the heap and the store through canonical savepoints, where they are
+     * states like any other: ours with heap timers, then with store timers on two subtasks, then
+     * with heap timers again.
+     */
+    @Test
+    void timersMoveBetweenHeapAndStoreThroughCanonicalSavepoints() throws Exception {
+        CheckpointableKeyedStateBackend<Integer> onHeap = open(ours(HEAP), ALL, List.of());
+        fill(onHeap);
+        assertThat(((ForStSyncKeyedStateBackend<Integer>) onHeap).getStoreTimers()).isNull();
+        KeyedStateHandle fromHeap = canonicalSavepoint(onHeap);
+
+        CheckpointableKeyedStateBackend<Integer> lower =
+                open(ours(ForStDB), LOWER, List.of(part(fromHeap, LOWER)));
+        CheckpointableKeyedStateBackend<Integer> upper =
+                open(ours(ForStDB), UPPER, List.of(part(fromHeap, UPPER)));
+        assertHolds(lower, LOWER);
+        assertHolds(upper, UPPER);
+        long storedLower = storedTimers(lower);
+        long storedUpper = storedTimers(upper);
+        assertThat(storedLower).isPositive();
+        assertThat(storedLower + storedUpper).isEqualTo(2L * KEYS);
+
+        CheckpointableKeyedStateBackend<Integer> last =
+                open(
+                        ours(HEAP),
+                        ALL,
+                        List.of(canonicalSavepoint(lower), canonicalSavepoint(upper)));
+        assertHolds(last, ALL);
+    }
+
+    /**
+     * A checkpoint keeps store timers in the DB's files only (the timer service writes none), so
+     * a restore with heap timers, which would never read them, fails with a clear error.
+     */
+    @Test
+    void aCheckpointWithStoreTimersIsNotRestoredWithHeapTimers() throws Exception {
+        CheckpointableKeyedStateBackend<Integer> inStore = open(ours(ForStDB), ALL, List.of());
+        fill(inStore);
+        assertThat(
+                        ((ForStSyncKeyedStateBackend<Integer>) inStore)
+                                .requiresLegacySynchronousTimerSnapshots(CheckpointType.CHECKPOINT))
+                .isFalse();
+        KeyedStateHandle checkpoint =
+                FutureUtils.runIfNotDoneAndGet(
+                                inStore.snapshot(
+                                        2L,
+                                        2L,
+                                        new MemCheckpointStreamFactory(64 << 20),
+                                        CheckpointOptions.forCheckpointWithDefaultLocation()))
+                        .getJobManagerOwnedSnapshot();
+
+        assertThatThrownBy(() -> open(ours(HEAP), ALL, List.of(checkpoint)))
+                .hasStackTraceContaining("timer-service.factory")
+                .hasStackTraceContaining("restoring them with HEAP is not supported");
+        assertHolds(open(ours(ForStDB), ALL, List.of(checkpoint)), ALL);
+    }
+
+    private static long storedTimers(CheckpointableKeyedStateBackend<Integer> backend) {
+        return ((ForStSyncKeyedStateBackend<Integer>) backend).getStoreTimers().storedElements();
+    }
+
     private ForStStateBackend ours() {
+        return ours(ForStDB);
+    }
+
+    private ForStStateBackend ours(ForStOptions.TimerServiceType timers) {
         Configuration settings = new Configuration();
         settings.set(ForStOptions.LOCAL_DIRECTORIES, dir.resolve("local").toString());
+        settings.set(ForStOptions.TIMER_SERVICE_FACTORY, timers);
         return new ForStStateBackend(settings);
     }
 

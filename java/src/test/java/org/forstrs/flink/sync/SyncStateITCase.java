@@ -33,6 +33,7 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
+import org.forstrs.flink.CollectFirst;
 import org.forstrs.flink.FailAfterCheckpoint;
 import org.forstrs.flink.PacedSequence;
 
@@ -243,12 +244,13 @@ class SyncStateITCase {
     void everyStateTypeGivesExactResults(@TempDir Path dir) throws Exception {
         StreamExecutionEnvironment env = environment(dir);
         List<String> results =
-                env.fromSequence(0, N + KEYS - 1)
-                        .setParallelism(1) // one ordered stream: markers come after the data
-                        .keyBy(i -> (int) (i < N ? i % KEYS : i - N), Types.INT)
-                        .process(new AllStates())
-                        .returns(Types.STRING)
-                        .executeAndCollect(2 * KEYS);
+                CollectFirst.collect(
+                        env.fromSequence(0, N + KEYS - 1)
+                                .setParallelism(1) // one ordered stream: markers come last
+                                .keyBy(i -> (int) (i < N ? i % KEYS : i - N), Types.INT)
+                                .process(new AllStates())
+                                .returns(Types.STRING),
+                        2 * KEYS);
 
         List<String> expected = new ArrayList<>();
         for (int key = 0; key < KEYS; key++) {
@@ -474,11 +476,12 @@ class SyncStateITCase {
     void stateWithTimeToLive(@TempDir Path dir) throws Exception {
         StreamExecutionEnvironment env = environment(dir);
         List<Tuple2<Integer, Long>> results =
-                env.fromSequence(0, 1_999)
-                        .keyBy(i -> (int) (i % 40), Types.INT)
-                        .process(new TtlCount())
-                        .returns(Types.TUPLE(Types.INT, Types.LONG))
-                        .executeAndCollect(2_000);
+                CollectFirst.collect(
+                        env.fromSequence(0, 1_999)
+                                .keyBy(i -> (int) (i % 40), Types.INT)
+                                .process(new TtlCount())
+                                .returns(Types.TUPLE(Types.INT, Types.LONG)),
+                        2_000);
         List<Tuple2<Integer, Long>> expected = new ArrayList<>();
         for (int key = 0; key < 40; key++) {
             for (long n = 1; n <= 50; n++) {

@@ -1,0 +1,350 @@
+//! The engine at scale, against rust-rocksdb on the same data and the same local directory: for
+//! each size (`SCALE_KEYS`, default 1M and 4M keys of 16 bytes with 100-byte values, written in
+//! a scattered order in batches of 1000), load/s (writes, flush and compaction until settled),
+//! get/s and multi_get/s (random existing keys; multi_get in batches of 1000), space
+//! amplification (live SST bytes / user bytes), write amplification (bytes written by flush and
+//! compaction / user bytes) and peak RSS against the configured memory budget.
+//!
+//! Each row runs in a child process of its own (this binary, re-run with `SCALE_ROW` set), so
+//! rows do not share a peak: the child reads VmHWM from /proc/self/status at its end.
+//! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
+//! SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use forst::lsm::{Db, DbOptions, WriteBatch};
+use forst::storage::{StorageOptions, open_storage};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const KEY_BYTES: u64 = 16;
+const VALUE_BYTES: usize = 100;
+const BATCH: u64 = 1000;
+const BLOCK_CACHE: u64 = 16 << 20;
+const MEMTABLE: u64 = 64 << 20;
+/// Frozen memtables waiting for flush (ours) = write buffers - 1 (RocksDB).
+const FROZEN: usize = 2;
+const MIB: f64 = (1 << 20) as f64;
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    env_or(name, &default.to_string()).parse().unwrap_or(default)
+}
+
+/// The i-th key: 16 bytes, scattered so that the write order is random.
+fn key(i: u64) -> Vec<u8> {
+    format!("k{:015}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1_000_000_000_000_000).into_bytes()
+}
+
+/// 100 bytes: half derived from the key (poorly compressible), half padding.
+fn value(i: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(VALUE_BYTES);
+    let mut x = i ^ 0x5DEE_CE66_D1CE_4E5B;
+    while v.len() < VALUE_BYTES / 2 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.resize(VALUE_BYTES, b'.');
+    v
+}
+
+/// Budget of both engines: block cache plus all memtables that may be in memory.
+fn budget() -> u64 {
+    BLOCK_CACHE + MEMTABLE * (FROZEN as u64 + 1)
+}
+
+/// One row's measurements, printed by the child as one line of `key=value` pairs.
+#[derive(Default, Debug)]
+struct Row {
+    load_per_s: f64,
+    get_per_s: f64,
+    multi_get_per_s: f64,
+    space_amp: f64,
+    write_amp: f64,
+    peak_rss_mib: f64,
+}
+
+impl Row {
+    fn encode(&self) -> String {
+        format!(
+            "ROW load={} get={} multi_get={} space={} write={} rss={}",
+            self.load_per_s,
+            self.get_per_s,
+            self.multi_get_per_s,
+            self.space_amp,
+            self.write_amp,
+            self.peak_rss_mib
+        )
+    }
+
+    fn decode(line: &str) -> Option<Row> {
+        let rest = line.strip_prefix("ROW ")?;
+        let mut row = Row::default();
+        for pair in rest.split(' ') {
+            let (k, v) = pair.split_once('=')?;
+            let v: f64 = v.parse().ok()?;
+            match k {
+                "load" => row.load_per_s = v,
+                "get" => row.get_per_s = v,
+                "multi_get" => row.multi_get_per_s = v,
+                "space" => row.space_amp = v,
+                "write" => row.write_amp = v,
+                "rss" => row.peak_rss_mib = v,
+                _ => return None,
+            }
+        }
+        Some(row)
+    }
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib / 1024.0
+}
+
+fn user_bytes(keys: u64) -> f64 {
+    (keys * (KEY_BYTES + VALUE_BYTES as u64)) as f64
+}
+
+/// The keys read: random existing keys, the same for both engines.
+fn read_keys(keys: u64, reads: u64) -> Vec<Vec<u8>> {
+    let mut rng = StdRng::seed_from_u64(7);
+    (0..reads).map(|_| key(rng.random_range(0..keys))).collect()
+}
+
+fn per_s(n: u64, since: Instant) -> f64 {
+    n as f64 / since.elapsed().as_secs_f64()
+}
+
+fn run_ours(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
+    let url = format!("file://{}", dir.display());
+    let storage = open_storage(&url, &StorageOptions::default()).unwrap();
+    let options = DbOptions {
+        block_cache_bytes: BLOCK_CACHE,
+        memtable_bytes: MEMTABLE,
+        max_frozen_memtables: FROZEN,
+        ..DbOptions::default()
+    };
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    let start = Instant::now();
+    let mut batch = WriteBatch::new();
+    for i in 0..keys {
+        batch.put(&cf, &key(i), &value(i));
+        if batch.len() as u64 == BATCH {
+            db.write(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_until_settled().unwrap();
+    let load = per_s(keys, start);
+    let stats = db.stats();
+
+    let probes = read_keys(keys, reads);
+    let start = Instant::now();
+    for k in &probes {
+        assert!(db.get(&cf, k).unwrap().is_some());
+    }
+    let get = per_s(reads, start);
+    let start = Instant::now();
+    for chunk in probes.chunks(BATCH as usize) {
+        let request: Vec<_> = chunk.iter().map(|k| (&cf, &k[..])).collect();
+        assert!(db.multi_get(&request).unwrap().iter().all(Option::is_some));
+    }
+    let multi_get = per_s(reads, start);
+    let written = stats.flush_bytes_written + stats.compaction_bytes_written;
+    let row = Row {
+        load_per_s: load,
+        get_per_s: get,
+        multi_get_per_s: multi_get,
+        space_amp: stats.live_sst_bytes() as f64 / user_bytes(keys),
+        write_amp: written as f64 / user_bytes(keys),
+        peak_rss_mib: peak_rss_mib(),
+    };
+    db.close().unwrap();
+    row
+}
+
+fn rocks_ticker(stats: &str, name: &str) -> u64 {
+    stats
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(" COUNT"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
+    let mut table = rocksdb::BlockBasedOptions::default();
+    let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE as usize).unwrap();
+    table.set_block_cache(&cache);
+    table.set_bloom_filter(10.0, false);
+    let mut options = rocksdb::Options::default();
+    options.create_if_missing(true);
+    options.create_missing_column_families(true);
+    options.set_block_based_table_factory(&table);
+    options.set_write_buffer_size(MEMTABLE as usize);
+    options.set_max_write_buffer_number(FROZEN as i32 + 1);
+    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    options.enable_statistics();
+    let db = rocksdb::DB::open_cf(&options, dir, ["state"]).unwrap();
+    let cf = db.cf_handle("state").unwrap();
+    let mut no_wal = rocksdb::WriteOptions::default();
+    no_wal.disable_wal(true);
+    let start = Instant::now();
+    let mut batch = rocksdb::WriteBatch::default();
+    for i in 0..keys {
+        batch.put_cf(cf, key(i), value(i));
+        if batch.len() as u64 == BATCH {
+            db.write_opt(std::mem::take(&mut batch), &no_wal).unwrap();
+        }
+    }
+    db.write_opt(batch, &no_wal).unwrap();
+    db.flush_cf(cf).unwrap();
+    // Settled: no compaction pending or running (bounded by the row timeout of the parent).
+    loop {
+        let busy = |p: &str| db.property_int_value_cf(cf, p).unwrap().unwrap_or(0) > 0;
+        if !busy("rocksdb.compaction-pending") && !busy("rocksdb.num-running-compactions") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let load = per_s(keys, start);
+    let stats = options.get_statistics().unwrap_or_default();
+    let written = rocks_ticker(&stats, "rocksdb.flush.write.bytes")
+        + rocks_ticker(&stats, "rocksdb.compact.write.bytes");
+    let live = db.property_int_value_cf(cf, "rocksdb.live-sst-files-size").unwrap().unwrap_or(0);
+
+    let probes = read_keys(keys, reads);
+    let start = Instant::now();
+    for k in &probes {
+        assert!(db.get_pinned_cf(cf, k).unwrap().is_some());
+    }
+    let get = per_s(reads, start);
+    let start = Instant::now();
+    for chunk in probes.chunks(BATCH as usize) {
+        let got = db.batched_multi_get_cf(cf, chunk, false);
+        assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+    }
+    let multi_get = per_s(reads, start);
+    Row {
+        load_per_s: load,
+        get_per_s: get,
+        multi_get_per_s: multi_get,
+        space_amp: live as f64 / user_bytes(keys),
+        write_amp: written as f64 / user_bytes(keys),
+        peak_rss_mib: peak_rss_mib(),
+    }
+}
+
+/// In the child: runs one row and prints it.
+fn child(spec: &str) {
+    let (engine, keys) = spec.split_once(':').expect("SCALE_ROW is engine:keys");
+    let keys: u64 = keys.parse().unwrap();
+    let reads = env_u64("SCALE_READS", 200_000).min(keys);
+    let base = env_or("SCALE_DIR", &std::env::temp_dir().display().to_string());
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let row = match engine {
+        "ours" => run_ours(dir.path(), keys, reads),
+        "rocksdb" => run_rocks(dir.path(), keys, reads),
+        other => panic!("unknown engine {other}"),
+    };
+    println!("{}", row.encode());
+}
+
+/// In the parent: runs one row in a child process, killed after `timeout`.
+fn run_row(engine: &str, keys: u64, timeout: Duration) -> Option<Row> {
+    let exe = std::env::current_exe().unwrap();
+    let out_path =
+        std::env::temp_dir().join(format!("scale-row-{}-{engine}-{keys}", std::process::id()));
+    let out = std::fs::File::create(&out_path).unwrap();
+    let mut child =
+        Command::new(exe).env("SCALE_ROW", format!("{engine}:{keys}")).stdout(out).spawn().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    match status {
+        Some(s) if s.success() => text.lines().find_map(Row::decode),
+        Some(s) => {
+            eprintln!("{engine} at {keys} keys failed: {s}");
+            None
+        }
+        None => {
+            eprintln!("{engine} at {keys} keys timed out after {timeout:?}");
+            None
+        }
+    }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("SCALE_ROW") {
+        child(&spec);
+        return;
+    }
+    let sizes: Vec<u64> = env_or("SCALE_KEYS", "1000000 4000000")
+        .split_whitespace()
+        .map(|s| s.parse().expect("SCALE_KEYS: numbers"))
+        .collect();
+    let timeout = Duration::from_secs(env_u64("SCALE_ROW_TIMEOUT_S", 1800));
+    let budget_mib = budget() as f64 / MIB;
+    println!(
+        "scale: 16-byte keys, 100-byte values, local directory; budget {budget_mib:.0} MiB \
+         (block cache {} MiB + {} x {} MiB memtables), reads {}",
+        BLOCK_CACHE >> 20,
+        FROZEN + 1,
+        MEMTABLE >> 20,
+        env_u64("SCALE_READS", 200_000)
+    );
+    println!(
+        "| keys | engine | load/s | get/s | multi_get/s | space amp | write amp | peak RSS MiB | RSS - budget MiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for keys in sizes {
+        let rocks = run_row("rocksdb", keys, timeout);
+        let ours = run_row("ours", keys, timeout);
+        for (name, row) in [("rocksdb", &rocks), ("ours", &ours)] {
+            if let Some(r) = row {
+                println!(
+                    "| {keys} | {name} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:+.0} |",
+                    r.load_per_s,
+                    r.get_per_s,
+                    r.multi_get_per_s,
+                    r.space_amp,
+                    r.write_amp,
+                    r.peak_rss_mib,
+                    r.peak_rss_mib - budget_mib
+                );
+            }
+        }
+        if let (Some(r), Some(o)) = (&rocks, &ours) {
+            println!(
+                "| {keys} | ours/rocksdb | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
+                o.load_per_s / r.load_per_s,
+                o.get_per_s / r.get_per_s,
+                o.multi_get_per_s / r.multi_get_per_s,
+                o.space_amp / r.space_amp,
+                o.write_amp / r.write_amp,
+                o.peak_rss_mib / r.peak_rss_mib
+            );
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package org.forstrs.flink.bench;
+
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+
+import org.forstrs.fs.bench.SlowFsCounters;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The word count of {@link WordCountJob} (async ValueState, one read and one write per record) on
+ * whichever backend {@code state.backend.type: forst} resolves to in this JVM: ForSt-RS when its
+ * jar is on the class path first, Flink's ForSt otherwise. So this class uses Flink and test
+ * classes only, never ForSt-RS's. Prints one line per measure for {@code
+ * scripts/bench-flink-forst.sh}: records/s, CPU seconds of the JVM, its peak RSS, and the calls
+ * to the {@code slowfs://} file system.
+ *
+ * <p>Arguments: {@code --dir <primary dir URI>} (file:// or slowfs://), {@code --local-dir},
+ * {@code --keys}, {@code --records}, {@code --parallelism}, {@code --managed-memory}, and any
+ * {@code --state.backend.forst.<key> <value>} (the disk cache keys).
+ */
+public final class CompareForStJob {
+
+    private CompareForStJob() {}
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        }
+        long records = Long.parseLong(options.getOrDefault("records", "2000000"));
+        long keys = Long.parseLong(options.getOrDefault("keys", "1000000"));
+        int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
+        String dir = options.get("dir");
+        Path localDir = Path.of(options.get("local-dir"));
+        Files.createDirectories(localDir);
+
+        Configuration config = new Configuration();
+        config.set(StateBackendOptions.STATE_BACKEND, "forst");
+        config.setString("state.backend.forst.primary-dir", dir);
+        config.setString("state.backend.forst.local-dir", localDir.toString());
+        config.set(
+                TaskManagerOptions.MANAGED_MEMORY_SIZE,
+                MemorySize.parse(options.getOrDefault("managed-memory", "32m")));
+        for (Map.Entry<String, String> option : options.entrySet()) {
+            if (option.getKey().startsWith("state.backend.forst.")) {
+                config.setString(option.getKey(), option.getValue());
+            }
+        }
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
+        env.fromSequence(0, records - 1)
+                .map(i -> "word-" + Math.floorMod(i * 0x9E3779B97F4A7C15L, keys))
+                .returns(Types.STRING)
+                .keyBy(w -> w)
+                .enableAsyncState()
+                .process(new WordCountJob.Count())
+                .returns(Types.LONG)
+                .sinkTo(new DiscardingSink<>());
+        JobExecutionResult result = env.execute("word count, backend comparison");
+
+        double seconds = result.getNetRuntime(TimeUnit.MILLISECONDS) / 1000.0;
+        System.out.printf("records/s: %.0f%n", records / seconds);
+        System.out.printf("job seconds: %.2f%n", seconds);
+        System.out.printf("cpu seconds: %.2f%n", cpuNanos() / 1e9);
+        System.out.printf("peak rss MiB: %.0f%n", peakRssKib() / 1024.0);
+        System.out.printf("slowfs: %s%n", SlowFsCounters.summary());
+        System.out.printf("slowfs opens: %d%n", SlowFsCounters.opens());
+        System.out.printf("slowfs reads: %d%n", SlowFsCounters.reads());
+        System.out.printf("slowfs creates: %d%n", SlowFsCounters.creates());
+        System.out.flush();
+        // Flink's ForSt leaves a native thread attached as a non-daemon thread, which keeps the
+        // JVM alive after main returns.
+        System.exit(0);
+    }
+
+    private static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean)
+                        ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    /** VmHWM of this process (Linux), in KiB; 0 where /proc does not tell. */
+    private static long peakRssKib() throws java.io.IOException {
+        Path status = Path.of("/proc/self/status");
+        if (!Files.exists(status)) {
+            return 0;
+        }
+        List<String> lines = Files.readAllLines(status);
+        for (String line : lines) {
+            if (line.startsWith("VmHWM:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# ForSt-RS vs Flink's own ForSt (org.apache.flink:flink-statebackend-forst 2.3.0, the C++ ForSt
+# through JNI) as real Flink jobs on a local MiniCluster: the word count with async ValueState
+# (CompareForStJob: one read and one write per record), checkpoints off, the same managed memory.
+# Each backend runs in its own JVM (our jar shadows Flink's ForStStateBackendFactory, so Flink's
+# ForSt runs with our jar off the class path) in four configurations:
+#   local       primary dir on a local directory (file://)
+#   slow        primary dir on slowfs:// (org.forstrs.fs.bench.SlowFileSystem: the local files with
+#               SLOW_OPEN_US per open and SLOW_READ_US per read call, like a DFS)
+# each without and with its local disk cache (state.backend.forst.cache.dir +
+# cache.size-based-limit CACHE_SIZE; "off" sets size-based-limit and reserve-size to 0, which turns
+# off both backends' caches). Rounds are interleaved (backend order reversed every other round);
+# prints each run, then per configuration the medians of records/s, the ratio ours / Flink's ForSt,
+# CPU seconds and peak RSS of the JVM, and the calls to slowfs (opens, reads, files created).
+# Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
+# CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500); CONFIGS (default
+# "local-off local-on slow-off slow-on").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
+    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+fi
+java=${JAVA_HOME:+$JAVA_HOME/bin/}java
+rounds=${ROUNDS:-3}
+keys=${KEYS:-1000000}
+records=${RECORDS:-2000000}
+parallelism=${PARALLELISM:-2}
+managed=${MANAGED_MEMORY:-32m}
+cache_size=${CACHE_SIZE:-1gb}
+slow_open=${SLOW_OPEN_US:-1500}
+slow_read=${SLOW_READ_US:-1500}
+read -r -a configs <<<"${CONFIGS:-local-off local-on slow-off slow-on}"
+
+echo "==> building the jar, the job classes and the class path" >&2
+mvn -B -q -ntp -f java/pom.xml -DskipTests package
+mvn -B -q -ntp -f java/pom.xml dependency:build-classpath -Dmdep.outputFile=target/bench-classpath.txt
+classpath=$(cat java/target/bench-classpath.txt)
+jar=$(ls java/target/forstjni-*.jar | head -1)
+grep -q flink-statebackend-forst-2.3.0 <<<"$classpath" || {
+    echo "bench-flink-forst: flink-statebackend-forst 2.3.0 is not on the test class path" >&2
+    exit 1
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-flink-forst.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+results=$work/results.txt
+
+# value <name> <output>: the value of "<name>: <value>" in a run's output
+value() {
+    awk -v k="$1:" 'index($0, k) == 1 {print $NF; exit}' <<<"$2"
+}
+
+# run <backend: ours|flink> <config>: appends "<backend> <config> <records/s> <cpu s> <rss MiB>
+# <opens> <reads> <creates>" to the results
+run() {
+    local backend=$1 config=$2 storage=${2%-*} cache=${2#*-} cp out dir
+    cp="java/target/test-classes:$classpath"
+    [[ $backend == ours ]] && cp="$jar:$cp"
+    rm -rf "$work/state" "$work/local" "$work/cache"
+    mkdir -p "$work/state"
+    dir="file://$work/state"
+    [[ $storage == slow ]] && dir="slowfs://$work/state"
+    local cache_args=(--state.backend.forst.cache.size-based-limit 0
+        --state.backend.forst.cache.reserve-size 0)
+    [[ $cache == on ]] && cache_args=(--state.backend.forst.cache.dir "$work/cache"
+        --state.backend.forst.cache.size-based-limit "$cache_size")
+    out=$("$java" -Dslowfs.open-delay-us="$slow_open" -Dslowfs.read-delay-us="$slow_read" \
+        -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+        --dir "$dir" --local-dir "$work/local" --keys "$keys" --records "$records" \
+        --parallelism "$parallelism" --managed-memory "$managed" "${cache_args[@]}" 2>&1) || {
+        echo "$out" | tail -50 >&2
+        echo "bench-flink-forst: $backend $config failed" >&2
+        exit 1
+    }
+    local rate cpu rss opens reads creates
+    rate=$(value 'records/s' "$out")
+    cpu=$(value 'cpu seconds' "$out")
+    rss=$(value 'peak rss MiB' "$out")
+    opens=$(value 'slowfs opens' "$out")
+    reads=$(value 'slowfs reads' "$out")
+    creates=$(value 'slowfs creates' "$out")
+    [[ -n $rate ]] || { echo "$out" | tail -50 >&2; echo "bench-flink-forst: no records/s" >&2; exit 1; }
+    printf '%-6s %-9s %9s rec/s  cpu %6s s  rss %5s MiB  %s\n' "$backend" "$config" "$rate" \
+        "$cpu" "$rss" "$(grep '^slowfs:' <<<"$out")" >&2
+    echo "$backend $config $rate $cpu $rss $opens $reads $creates" >>"$results"
+}
+
+for ((round = 1; round <= rounds; round++)); do
+    order=(ours flink)
+    ((round % 2)) || order=(flink ours)
+    echo "==> round $round of $rounds" >&2
+    for config in "${configs[@]}"; do
+        for backend in "${order[@]}"; do
+            run "$backend" "$config"
+        done
+    done
+done
+
+# median <backend> <config> <column>: the median of a results column (3: records/s, 4: cpu s,
+# 5: rss, 6: opens, 7: reads, 8: creates)
+median() {
+    local values n
+    values=$(awk -v b="$1" -v c="$2" -v k="$3" '$1 == b && $2 == c {print $k}' "$results" | sort -g)
+    n=$(wc -l <<<"$values")
+    sed -n "$(((n + 1) / 2))p" <<<"$values"
+}
+echo
+echo "word count, async ValueState: $keys keys, $records records, parallelism $parallelism," \
+    "managed memory $managed, checkpoints off; slowfs $slow_open us per open, $slow_read us per" \
+    "read; disk cache $cache_size when on; medians of $rounds rounds"
+echo
+echo "| storage | disk caches | ours rec/s | Flink's ForSt rec/s | ours / Flink's | CPU s ours / Flink's | peak RSS MiB ours / Flink's | slowfs opens / reads / files created, ours | same, Flink's |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+for config in "${configs[@]}"; do
+    ours=$(median ours "$config" 3)
+    theirs=$(median flink "$config" 3)
+    ratio=$(awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "%.2f", o / t}')
+    calls() { echo "$(median "$1" "$config" 6) / $(median "$1" "$config" 7) / $(median "$1" "$config" 8)"; }
+    echo "| ${config%-*} | ${config#*-} | $ours | $theirs | $ratio |" \
+        "$(median ours "$config" 4) / $(median flink "$config" 4) |" \
+        "$(median ours "$config" 5) / $(median flink "$config" 5) | $(calls ours) | $(calls flink) |"
+done
+if [[ " ${configs[*]} " == *" slow-on "* && " ${configs[*]} " == *" local-off "* ]]; then
+    awk -v s="$(median ours slow-on 3)" -v l="$(median ours local-off 3)" \
+        'BEGIN {printf "\nours on slowfs with the disk cache / ours on a local directory: %.2f\n", s / l}'
+fi

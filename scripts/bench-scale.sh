@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The engine at scale vs rust-rocksdb on the same data in a local directory (benches/scale.rs):
+# load/s, get/s, multi_get/s, space and write amplification, peak RSS (one child process per row)
+# against the memory budget, at 1M and 4M keys by default.
+# Env: SCALE_KEYS (e.g. "1000000 4000000 16000000"), SCALE_READS, SCALE_DIR (where the databases
+# go; default the temp directory), SCALE_ROW_TIMEOUT_S (a row running longer is killed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+cargo bench --bench scale
