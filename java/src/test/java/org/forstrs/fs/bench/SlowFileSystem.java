@@ -1,6 +1,5 @@
 package org.forstrs.fs.bench;
 
-import org.apache.flink.core.fs.BlockLocation;
 import org.apache.flink.core.fs.ByteBufferReadable;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;
@@ -8,7 +7,8 @@ import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.FileSystemFactory;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.core.fs.local.LocalFileSystem;
+
+import org.forstrs.fs.LocalBackedFileSystem;
 
 import java.io.IOException;
 import java.net.URI;
@@ -24,7 +24,7 @@ import java.util.concurrent.locks.LockSupport;
  * META-INF/services/org.apache.flink.core.fs.FileSystemFactory} in the test resources, so both
  * ForSt-RS (through its Flink file-system proxy) and Flink's ForSt reach it the same way.
  */
-public final class SlowFileSystem extends FileSystem {
+public final class SlowFileSystem extends LocalBackedFileSystem {
 
     public static final String SCHEME = "slowfs";
 
@@ -33,8 +33,9 @@ public final class SlowFileSystem extends FileSystem {
     private static final long READ_DELAY_NANOS =
             Long.getLong("slowfs.read-delay-us", 1500) * 1000;
 
-    /** Not getLocalFileSystem(): that wraps it in the safety net of the creating task thread. */
-    private final FileSystem local = LocalFileSystem.getSharedInstance();
+    public SlowFileSystem() {
+        super(SCHEME);
+    }
 
     /** The factory Flink finds by its service file. */
     public static final class Factory implements FileSystemFactory {
@@ -49,39 +50,10 @@ public final class SlowFileSystem extends FileSystem {
         }
     }
 
-    private static Path toLocal(Path path) {
-        return new Path("file", null, path.toUri().getPath());
-    }
-
-    private static Path toSlow(Path path) {
-        return new Path(SCHEME, null, path.toUri().getPath());
-    }
-
-    @Override
-    public Path getWorkingDirectory() {
-        return toSlow(local.getWorkingDirectory());
-    }
-
-    @Override
-    public Path getHomeDirectory() {
-        return toSlow(local.getHomeDirectory());
-    }
-
-    @Override
-    public URI getUri() {
-        return URI.create(SCHEME + ":///");
-    }
-
     @Override
     public FileStatus getFileStatus(Path f) throws IOException {
         SlowFsCounters.STATUS.increment();
-        return new SlowStatus(local.getFileStatus(toLocal(f)));
-    }
-
-    @Override
-    public BlockLocation[] getFileBlockLocations(FileStatus file, long start, long len)
-            throws IOException {
-        return local.getFileBlockLocations(local.getFileStatus(toLocal(file.getPath())), start, len);
+        return super.getFileStatus(f);
     }
 
     @Override
@@ -100,26 +72,13 @@ public final class SlowFileSystem extends FileSystem {
     @Override
     public FileStatus[] listStatus(Path f) throws IOException {
         SlowFsCounters.LISTS.increment();
-        FileStatus[] statuses = local.listStatus(toLocal(f));
-        if (statuses == null) {
-            return null;
-        }
-        FileStatus[] out = new FileStatus[statuses.length];
-        for (int i = 0; i < statuses.length; i++) {
-            out[i] = new SlowStatus(statuses[i]);
-        }
-        return out;
+        return super.listStatus(f);
     }
 
     @Override
     public boolean delete(Path f, boolean recursive) throws IOException {
         SlowFsCounters.DELETES.increment();
         return local.delete(toLocal(f), recursive);
-    }
-
-    @Override
-    public boolean mkdirs(Path f) throws IOException {
-        return local.mkdirs(toLocal(f));
     }
 
     @Override
@@ -148,50 +107,6 @@ public final class SlowFileSystem extends FileSystem {
             while ((left = deadline - System.nanoTime()) > 0) {
                 LockSupport.parkNanos(left);
             }
-        }
-    }
-
-    /** The local status under this file system's scheme. */
-    private static final class SlowStatus implements FileStatus {
-        private final FileStatus status;
-
-        SlowStatus(FileStatus status) {
-            this.status = status;
-        }
-
-        @Override
-        public long getLen() {
-            return status.getLen();
-        }
-
-        @Override
-        public long getBlockSize() {
-            return status.getBlockSize();
-        }
-
-        @Override
-        public short getReplication() {
-            return status.getReplication();
-        }
-
-        @Override
-        public long getModificationTime() {
-            return status.getModificationTime();
-        }
-
-        @Override
-        public long getAccessTime() {
-            return status.getAccessTime();
-        }
-
-        @Override
-        public boolean isDir() {
-            return status.isDir();
-        }
-
-        @Override
-        public Path getPath() {
-            return toSlow(status.getPath());
         }
     }
 

@@ -1,13 +1,12 @@
 package org.forstrs.fs.faults;
 
-import org.apache.flink.core.fs.BlockLocation;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;
-import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.FileSystemFactory;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.core.fs.local.LocalFileSystem;
+
+import org.forstrs.fs.LocalBackedFileSystem;
 
 import java.io.IOException;
 import java.net.URI;
@@ -18,12 +17,13 @@ import java.net.URI;
  * {@code META-INF/services/org.apache.flink.core.fs.FileSystemFactory}; the engine reaches it
  * through the Flink file-system proxy, as it reaches any file system it has no native store for.
  */
-public final class FaultInjectingFileSystem extends FileSystem {
+public final class FaultInjectingFileSystem extends LocalBackedFileSystem {
 
     public static final String SCHEME = "faulty";
 
-    /** Not getLocalFileSystem(): that wraps it in the safety net of the creating task thread. */
-    private final FileSystem local = LocalFileSystem.getSharedInstance();
+    public FaultInjectingFileSystem() {
+        super(SCHEME);
+    }
 
     /** The factory Flink finds by its service file. */
     public static final class Factory implements FileSystemFactory {
@@ -36,40 +36,6 @@ public final class FaultInjectingFileSystem extends FileSystem {
         public FileSystem create(URI fsUri) {
             return new FaultInjectingFileSystem();
         }
-    }
-
-    private static Path toLocal(Path path) {
-        return new Path("file", null, path.toUri().getPath());
-    }
-
-    private static Path toFaulty(Path path) {
-        return new Path(SCHEME, null, path.toUri().getPath());
-    }
-
-    @Override
-    public Path getWorkingDirectory() {
-        return toFaulty(local.getWorkingDirectory());
-    }
-
-    @Override
-    public Path getHomeDirectory() {
-        return toFaulty(local.getHomeDirectory());
-    }
-
-    @Override
-    public URI getUri() {
-        return URI.create(SCHEME + ":///");
-    }
-
-    @Override
-    public FileStatus getFileStatus(Path f) throws IOException {
-        return new FaultyStatus(local.getFileStatus(toLocal(f)));
-    }
-
-    @Override
-    public BlockLocation[] getFileBlockLocations(FileStatus file, long start, long len)
-            throws IOException {
-        return local.getFileBlockLocations(local.getFileStatus(toLocal(file.getPath())), start, len);
     }
 
     @Override
@@ -86,26 +52,8 @@ public final class FaultInjectingFileSystem extends FileSystem {
     }
 
     @Override
-    public FileStatus[] listStatus(Path f) throws IOException {
-        FileStatus[] statuses = local.listStatus(toLocal(f));
-        if (statuses == null) {
-            return null;
-        }
-        FileStatus[] out = new FileStatus[statuses.length];
-        for (int i = 0; i < statuses.length; i++) {
-            out[i] = new FaultyStatus(statuses[i]);
-        }
-        return out;
-    }
-
-    @Override
     public boolean delete(Path f, boolean recursive) throws IOException {
         return local.delete(toLocal(f), recursive);
-    }
-
-    @Override
-    public boolean mkdirs(Path f) throws IOException {
-        return local.mkdirs(toLocal(f));
     }
 
     @Override
@@ -123,50 +71,6 @@ public final class FaultInjectingFileSystem extends FileSystem {
     @Override
     public boolean isDistributedFS() {
         return false;
-    }
-
-    /** The local status under this file system's scheme. */
-    private static final class FaultyStatus implements FileStatus {
-        private final FileStatus status;
-
-        FaultyStatus(FileStatus status) {
-            this.status = status;
-        }
-
-        @Override
-        public long getLen() {
-            return status.getLen();
-        }
-
-        @Override
-        public long getBlockSize() {
-            return status.getBlockSize();
-        }
-
-        @Override
-        public short getReplication() {
-            return status.getReplication();
-        }
-
-        @Override
-        public long getModificationTime() {
-            return status.getModificationTime();
-        }
-
-        @Override
-        public long getAccessTime() {
-            return status.getAccessTime();
-        }
-
-        @Override
-        public boolean isDir() {
-            return status.isDir();
-        }
-
-        @Override
-        public Path getPath() {
-            return toFaulty(status.getPath());
-        }
     }
 
     /** Reads with the plan's failures and short reads. */
