@@ -15,14 +15,7 @@
 # Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
 # CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500); CONFIGS (default
 # "local-off local-on slow-off slow-on").
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
-java=${JAVA_HOME:+$JAVA_HOME/bin/}java
+source "$(dirname "$0")/lib/bench-jvm.sh" flink-forst
 rounds=${ROUNDS:-3}
 keys=${KEYS:-1000000}
 records=${RECORDS:-2000000}
@@ -33,19 +26,10 @@ slow_open=${SLOW_OPEN_US:-1500}
 slow_read=${SLOW_READ_US:-1500}
 read -r -a configs <<<"${CONFIGS:-local-off local-on slow-off slow-on}"
 
-echo "==> building the jar, the job classes and the class path" >&2
-mvn -B -q -ntp -f java/pom.xml -DskipTests package
-mvn -B -q -ntp -f java/pom.xml dependency:build-classpath -Dmdep.outputFile=target/bench-classpath.txt
-classpath=$(cat java/target/bench-classpath.txt)
-jar=$(ls java/target/forstjni-*.jar | head -1)
 grep -q flink-statebackend-forst-2.3.0 <<<"$classpath" || {
     echo "bench-flink-forst: flink-statebackend-forst 2.3.0 is not on the test class path" >&2
     exit 1
 }
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-flink-forst.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-results=$work/results.txt
 
 # value <name> <output>: the value of "<name>: <value>" in a run's output
 value() {
@@ -98,14 +82,6 @@ for ((round = 1; round <= rounds; round++)); do
     done
 done
 
-# median <backend> <config> <column>: the median of a results column (3: records/s, 4: cpu s,
-# 5: rss, 6: opens, 7: reads, 8: creates)
-median() {
-    local values n
-    values=$(awk -v b="$1" -v c="$2" -v k="$3" '$1 == b && $2 == c {print $k}' "$results" | sort -g)
-    n=$(wc -l <<<"$values")
-    sed -n "$(((n + 1) / 2))p" <<<"$values"
-}
 echo
 echo "word count, async ValueState: $keys keys, $records records, parallelism $parallelism," \
     "managed memory $managed, checkpoints off; slowfs $slow_open us per open, $slow_read us per" \
@@ -114,15 +90,15 @@ echo
 echo "| storage | disk caches | ours rec/s | Flink's ForSt rec/s | ours / Flink's | CPU s ours / Flink's | peak RSS MiB ours / Flink's | slowfs opens / reads / files created, ours | same, Flink's |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for config in "${configs[@]}"; do
-    ours=$(median ours "$config" 3)
-    theirs=$(median flink "$config" 3)
+    ours=$(median 3 ours "$config")
+    theirs=$(median 3 flink "$config")
     ratio=$(awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "%.2f", o / t}')
-    calls() { echo "$(median "$1" "$config" 6) / $(median "$1" "$config" 7) / $(median "$1" "$config" 8)"; }
+    calls() { echo "$(median 6 "$1" "$config") / $(median 7 "$1" "$config") / $(median 8 "$1" "$config")"; }
     echo "| ${config%-*} | ${config#*-} | $ours | $theirs | $ratio |" \
-        "$(median ours "$config" 4) / $(median flink "$config" 4) |" \
-        "$(median ours "$config" 5) / $(median flink "$config" 5) | $(calls ours) | $(calls flink) |"
+        "$(median 4 ours "$config") / $(median 4 flink "$config") |" \
+        "$(median 5 ours "$config") / $(median 5 flink "$config") | $(calls ours) | $(calls flink) |"
 done
 if [[ " ${configs[*]} " == *" slow-on "* && " ${configs[*]} " == *" local-off "* ]]; then
-    awk -v s="$(median ours slow-on 3)" -v l="$(median ours local-off 3)" \
+    awk -v s="$(median 3 ours slow-on)" -v l="$(median 3 ours local-off)" \
         'BEGIN {printf "\nours on slowfs with the disk cache / ours on a local directory: %.2f\n", s / l}'
 fi

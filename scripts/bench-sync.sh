@@ -8,29 +8,12 @@
 # ours / RocksDB (> 1: ours is faster).
 # Sizes: ROUNDS (3), PARALLELISM (2), SYNC_KEYS (1000000, stage 1), SYNC_RECORDS (2000000,
 # stage 2), MANAGED_MEMORY (128m).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
-java=${JAVA_HOME:+$JAVA_HOME/bin/}java
+source "$(dirname "$0")/lib/bench-jvm.sh" sync
 rounds=${ROUNDS:-3}
 parallelism=${PARALLELISM:-2}
 keys=${SYNC_KEYS:-1000000}
 records=${SYNC_RECORDS:-2000000}
 managed=${MANAGED_MEMORY:-128m}
-
-echo "==> building the jar, the job classes and the class path" >&2
-mvn -B -q -ntp -f java/pom.xml -DskipTests package
-mvn -B -q -ntp -f java/pom.xml dependency:build-classpath -Dmdep.outputFile=target/bench-classpath.txt
-classpath=$(cat java/target/bench-classpath.txt)
-jar=$(ls java/target/forstjni-*.jar | head -1)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-sync.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-results=$work/results.txt
 
 # run <backend>: appends "<backend> <records/s>" to the results
 run() {
@@ -59,19 +42,13 @@ for ((round = 1; round <= rounds; round++)); do
     done
 done
 
-median() {
-    local values n
-    values=$(awk -v b="$1" '$1 == b {print $2}' "$results" | sort -n)
-    n=$(wc -l <<<"$values")
-    sed -n "$(((n + 1) / 2))p" <<<"$values"
-}
 echo
 echo "stage-2 records/s, median of $rounds rounds ($keys keys, $records stage-2 records, parallelism" \
     "$parallelism, managed memory $managed, checkpoints off)"
 for backend in forst rocksdb; do
-    printf '%-8s %10s   all rounds: %s\n' "$backend" "$(median "$backend")" \
+    printf '%-8s %10s   all rounds: %s\n' "$backend" "$(median 2 "$backend")" \
         "$(awk -v b="$backend" '$1 == b {printf "%s ", $2}' "$results")"
 done
-ours=$(median forst)
-theirs=$(median rocksdb)
+ours=$(median 2 forst)
+theirs=$(median 2 rocksdb)
 awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "ratio ours / RocksDB: %.2f\n", o / t}'

@@ -9,30 +9,13 @@
 # load), and prints each run's registrations/s and firings/s, the medians and the ratios to
 # RocksDB measured in the same run (> 1: faster than RocksDB).
 # Sizes: ROUNDS (3), PARALLELISM (2), TIMERS (2000000), TIMER_KEYS (20000), MANAGED_MEMORY (128m).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
-java=${JAVA_HOME:+$JAVA_HOME/bin/}java
+source "$(dirname "$0")/lib/bench-jvm.sh" timers
 rounds=${ROUNDS:-3}
 parallelism=${PARALLELISM:-2}
 timers=${TIMERS:-2000000}
 keys=${TIMER_KEYS:-20000}
 managed=${MANAGED_MEMORY:-128m}
 backends=(forst forst-heap rocksdb)
-
-echo "==> building the jar, the job classes and the class path" >&2
-mvn -B -q -ntp -f java/pom.xml -DskipTests package
-mvn -B -q -ntp -f java/pom.xml dependency:build-classpath -Dmdep.outputFile=target/bench-classpath.txt
-classpath=$(cat java/target/bench-classpath.txt)
-jar=$(ls java/target/forstjni-*.jar | head -1)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-timers.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-results=$work/results.txt
 
 # run <backend>: appends "<backend> <registrations/s> <firings/s>" to the results
 run() {
@@ -59,19 +42,12 @@ for ((round = 1; round <= rounds; round++)); do
     done
 done
 
-# median <backend> <column>
-median() {
-    local values n
-    values=$(awk -v b="$1" -v c="$2" '$1 == b {print $c}' "$results" | sort -n)
-    n=$(wc -l <<<"$values")
-    sed -n "$(((n + 1) / 2))p" <<<"$values"
-}
 echo
 echo "timers/s, median of $rounds rounds ($timers timers over $keys keys, parallelism $parallelism," \
     "managed memory $managed, checkpoints off)"
 printf '%-10s %12s %12s %18s %18s\n' backend register/s fire/s "register vs RocksDB" "fire vs RocksDB"
 for backend in "${backends[@]}"; do
-    awk -v b="$backend" -v r="$(median "$backend" 2)" -v f="$(median "$backend" 3)" \
-        -v rr="$(median rocksdb 2)" -v rf="$(median rocksdb 3)" \
+    awk -v b="$backend" -v r="$(median 2 "$backend")" -v f="$(median 3 "$backend")" \
+        -v rr="$(median 2 rocksdb)" -v rf="$(median 3 rocksdb)" \
         'BEGIN {printf "%-10s %12s %12s %18.2f %18.2f\n", b, r, f, r / rr, f / rf}'
 done

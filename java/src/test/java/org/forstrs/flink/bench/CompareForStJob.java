@@ -1,26 +1,23 @@
 package org.forstrs.flink.bench;
 
 import org.apache.flink.api.common.JobExecutionResult;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 import org.forstrs.fs.bench.SlowFsCounters;
 
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The word count of {@link WordCountJob} (async ValueState, one read and one write per record) on
+ * The word count of {@link AsyncWordCount} (async ValueState, one read and one write per record) on
  * whichever backend {@code state.backend.type: forst} resolves to in this JVM: ForSt-RS when its
  * jar is on the class path first, Flink's ForSt otherwise. So this class uses Flink and test
  * classes only, never ForSt-RS's. Prints one line per measure for {@code
@@ -36,10 +33,7 @@ public final class CompareForStJob {
     private CompareForStJob() {}
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> options = BenchArgs.parse(args);
         long records = Long.parseLong(options.getOrDefault("records", "2000000"));
         long keys = Long.parseLong(options.getOrDefault("keys", "1000000"));
         int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
@@ -54,21 +48,10 @@ public final class CompareForStJob {
         config.set(
                 TaskManagerOptions.MANAGED_MEMORY_SIZE,
                 MemorySize.parse(options.getOrDefault("managed-memory", "32m")));
-        for (Map.Entry<String, String> option : options.entrySet()) {
-            if (option.getKey().startsWith("state.backend.forst.")) {
-                config.setString(option.getKey(), option.getValue());
-            }
-        }
+        BenchArgs.copyForStOptions(options, config);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
-        env.fromSequence(0, records - 1)
-                .map(i -> "word-" + Math.floorMod(i * 0x9E3779B97F4A7C15L, keys))
-                .returns(Types.STRING)
-                .keyBy(w -> w)
-                .enableAsyncState()
-                .process(new WordCountJob.Count())
-                .returns(Types.LONG)
-                .sinkTo(new DiscardingSink<>());
+        AsyncWordCount.addTo(env, records, keys);
         JobExecutionResult result = env.execute("word count, backend comparison");
 
         double seconds = result.getNetRuntime(TimeUnit.MILLISECONDS) / 1000.0;

@@ -13,7 +13,6 @@ import org.apache.flink.table.api.config.ExecutionConfigOptions;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -41,10 +40,7 @@ public final class GroupByJob {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> options = BenchArgs.parse(args);
         long records = Long.parseLong(options.getOrDefault("records", "1000000"));
         long keys = Long.parseLong(options.getOrDefault("keys", "10000"));
         int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
@@ -60,12 +56,7 @@ public final class GroupByJob {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, backend);
         config.setString("state.backend.forst.primary-dir", dir.toString());
-        // any --state.backend.forst.<key> <value> is passed to the backend
-        for (Map.Entry<String, String> option : options.entrySet()) {
-            if (option.getKey().startsWith("state.backend.forst.")) {
-                config.setString(option.getKey(), option.getValue());
-            }
-        }
+        BenchArgs.copyForStOptions(options, config);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);

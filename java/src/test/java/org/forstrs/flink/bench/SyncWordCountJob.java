@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -123,10 +122,7 @@ public final class SyncWordCountJob {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> options = BenchArgs.parse(args);
         String backend = options.getOrDefault("backend", "forst");
         long keys = Long.parseLong(options.getOrDefault("keys", "1000000"));
         long records = Long.parseLong(options.getOrDefault("records", "2000000"));

@@ -15,7 +15,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
@@ -100,10 +99,7 @@ public final class TimerBenchJob {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> options = BenchArgs.parse(args);
         String backend = options.getOrDefault("backend", "forst");
         long timers = Long.parseLong(options.getOrDefault("timers", "2000000"));
         long keys = Long.parseLong(options.getOrDefault("keys", "20000"));

@@ -1,17 +1,10 @@
 package org.forstrs.flink.bench;
 
 import org.apache.flink.api.common.JobExecutionResult;
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.state.v2.ValueState;
-import org.apache.flink.api.common.state.v2.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
-import org.apache.flink.util.Collector;
 
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
@@ -24,7 +17,6 @@ import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -49,28 +41,8 @@ public final class WordCountJob {
 
     private WordCountJob() {}
 
-    /** Counts words in a V2 ValueState: one read and one write per record. */
-    static final class Count extends KeyedProcessFunction<String, String, Long> {
-        private static final long serialVersionUID = 1L;
-        private transient ValueState<Long> count;
-
-        @Override
-        public void open(OpenContext openContext) {
-            count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
-        }
-
-        @Override
-        public void processElement(String word, Context ctx, Collector<Long> out) {
-            count.asyncValue()
-                    .thenCompose(c -> count.asyncUpdate(c == null ? 1 : c + 1));
-        }
-    }
-
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> options = BenchArgs.parse(args);
         long records = Long.parseLong(options.getOrDefault("records", "2000000"));
 
         long keys = Long.parseLong(options.getOrDefault("keys", "100000"));
@@ -95,22 +67,10 @@ public final class WordCountJob {
                     CheckpointingOptions.CHECKPOINTING_INTERVAL,
                     Duration.ofMillis(checkpointMillis));
         }
-        // any --state.backend.forst.<key> <value> is passed to the backend
-        for (Map.Entry<String, String> option : options.entrySet()) {
-            if (option.getKey().startsWith("state.backend.forst.")) {
-                config.setString(option.getKey(), option.getValue());
-            }
-        }
+        BenchArgs.copyForStOptions(options, config);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
-        env.fromSequence(0, records - 1)
-                .map(i -> "word-" + Math.floorMod(i * 0x9E3779B97F4A7C15L, keys))
-                .returns(Types.STRING)
-                .keyBy(w -> w)
-                .enableAsyncState()
-                .process(new Count())
-                .returns(Types.LONG)
-                .sinkTo(new DiscardingSink<>());
+        AsyncWordCount.addTo(env, records, keys);
 
         long[] peak = new long[2];
         Thread watcher =
