@@ -268,7 +268,10 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
                 let storage = match storages.get(dir) {
                     Some(storage) => storage.clone(),
                     None => {
-                        let storage = open_storage(dir, &storage_options)?;
+                        // Under the disk cache too: the restored DB reads these files in place
+                        // (restore by reference), and after a failover they are the files the
+                        // previous attempt of this subtask wrote and cached.
+                        let storage = open_db_storage(dir, &storage_options)?;
                         storages.insert(dir.to_string(), storage.clone());
                         storage
                     }

@@ -480,6 +480,7 @@ impl Db {
             ),
             failed: inner.failure.get().is_some(),
             io: inner.io.snapshot(),
+            disk_cache: inner.storage.disk_cache_stats().unwrap_or_default(),
             ..DbStats::default()
         };
         inner.counters.fill(&mut stats);

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::storage::IoStats;
+use crate::storage::{DiskCacheStats, IoStats};
 
 /// Cumulative counters of one open database, bumped by the write path, flush and compaction.
 #[derive(Default)]
@@ -126,6 +126,9 @@ pub struct DbStats {
     pub batch_micros: u64,
     /// What the database asked of its storage.
     pub io: IoStats,
+    /// The local disk cache under its storage (zero without one). The cache is shared by every
+    /// database of the process using its directory, and so are these counters.
+    pub disk_cache: DiskCacheStats,
 }
 
 impl DbStats {
@@ -197,6 +200,14 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("storage-write-micros", |s| s.io.write_micros),
     ("storage-other-requests", |s| s.io.other_requests),
     ("storage-other-micros", |s| s.io.other_micros),
+    ("disk-cache-hits", |s| s.disk_cache.hits),
+    ("disk-cache-misses", |s| s.disk_cache.misses),
+    ("disk-cache-inserts", |s| s.disk_cache.inserts),
+    ("disk-cache-downloads", |s| s.disk_cache.downloads),
+    ("disk-cache-evictions", |s| s.disk_cache.evictions),
+    ("disk-cache-corrupt", |s| s.disk_cache.corrupt),
+    ("disk-cache-entries", |s| s.disk_cache.entries),
+    ("disk-cache-used-bytes", |s| s.disk_cache.used_bytes),
     ("files-at-level0", |s| level_files(s, 0)),
     ("files-at-level1", |s| level_files(s, 1)),
     ("files-at-level2", |s| level_files(s, 2)),

@@ -9,7 +9,9 @@ use std::time::Instant;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{FileInfo, FileWriter, Location, Storage, StorageRef, Transfer, WriteMode};
+use super::{
+    DiskCacheStats, FileInfo, FileWriter, Location, Storage, StorageRef, Transfer, WriteMode,
+};
 use crate::Result;
 
 /// Totals since the database opened.
@@ -166,6 +168,10 @@ impl Storage for MeteredStorage {
 
     fn locate(&self, path: &str) -> Option<Location> {
         self.inner.locate(path)
+    }
+
+    fn disk_cache_stats(&self) -> Option<DiskCacheStats> {
+        self.inner.disk_cache_stats()
     }
 
     async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer> {

@@ -123,6 +123,12 @@ pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The counters of the local disk cache under this storage, if it has one (wrappers
+    /// forward).
+    fn disk_cache_stats(&self) -> Option<DiskCacheStats> {
+        None
+    }
+
     /// Copies `from` of another storage to `to` here (which must not exist), inside the
     /// underlying file system when both sit on the same one ([`copy_between`]); wrappers and
     /// stores with their own copy (the Flink proxy) override it.

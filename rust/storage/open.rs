@@ -147,8 +147,9 @@ pub fn open_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     }
 }
 
-/// Opens the storage of a database's own directory: [`open_storage`] under the disk cache the
-/// options configure, if any (checkpoint targets and restore sources are opened without it).
+/// Opens the storage of a database's files: [`open_storage`] under the disk cache the options
+/// configure, if any. For a database's own directory and for the directories of the files it is
+/// restored from (it reads them in place); checkpoint targets are opened without it.
 pub fn open_db_storage(url: &str, options: &StorageOptions) -> Result<StorageRef> {
     let storage = open_storage(url, options)?;
     match options.disk_cache() {

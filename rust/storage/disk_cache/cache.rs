@@ -54,6 +54,7 @@ struct Counters {
     hits: AtomicU64,
     misses: AtomicU64,
     inserts: AtomicU64,
+    downloads: AtomicU64,
     evictions: AtomicU64,
     rejected: AtomicU64,
     corrupt: AtomicU64,
@@ -145,6 +146,7 @@ impl DiskCache {
             hits: c.hits.load(Ordering::Relaxed),
             misses: c.misses.load(Ordering::Relaxed),
             inserts: c.inserts.load(Ordering::Relaxed),
+            downloads: c.downloads.load(Ordering::Relaxed),
             evictions: c.evictions.load(Ordering::Relaxed),
             rejected: c.rejected.load(Ordering::Relaxed),
             corrupt: c.corrupt.load(Ordering::Relaxed),
@@ -204,9 +206,13 @@ impl DiskCache {
         true
     }
 
-    /// Ends the download of `key` started after [`DiskCache::note_miss`] returned true.
-    pub(super) fn fill_done(&self, key: &str) {
+    /// Ends the download of `key` started after [`DiskCache::note_miss`] or
+    /// [`DiskCache::start_fill`]; `loaded`: it became an entry.
+    pub(super) fn fill_done(&self, key: &str, loaded: bool) {
         self.lock().filling.remove(key);
+        if loaded {
+            self.counters.downloads.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Starts a download of `key` now, unless one runs (replacing a damaged entry).
@@ -240,13 +246,19 @@ impl DiskCache {
 
     /// Publishes `writer` as the entry of `key` within `reservation`, replacing any entry of
     /// `key`. Failures only mean the file is not cached.
-    pub(super) fn publish(&self, key: &str, writer: EntryWriter, reservation: Reservation<'_>) {
+    /// Makes `writer` the entry of `key`; false if it could not be (then nothing changed).
+    pub(super) fn publish(
+        &self,
+        key: &str,
+        writer: EntryWriter,
+        reservation: Reservation<'_>,
+    ) -> bool {
         let path = self.root.join(format!("{:016x}{ENTRY_SUFFIX}", name_hash(key)));
         let meta = match writer.publish(key, &path) {
             Ok(meta) => meta,
             Err(e) => {
                 tracing::debug!("disk cache: cannot publish {key}: {e}");
-                return;
+                return false;
             }
         };
         let tick = self.tick();
@@ -260,6 +272,7 @@ impl DiskCache {
         drop(state);
         self.counters.inserts.fetch_add(1, Ordering::Relaxed);
         drop(reservation);
+        true
     }
 
     /// Forgets the entry of `key` and deletes its file (the remote file went or changed).

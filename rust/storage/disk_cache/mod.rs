@@ -56,6 +56,8 @@ pub struct DiskCacheStats {
     pub misses: u64,
     /// Entries added (written files and downloads).
     pub inserts: u64,
+    /// Files downloaded into the cache after remote reads (Flink's ForSt: `lru.loadback`).
+    pub downloads: u64,
     pub evictions: u64,
     /// Files not cached because they did not fit.
     pub rejected: u64,

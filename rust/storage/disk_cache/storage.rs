@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::task::JoinHandle;
 
-use super::DiskCache;
 use super::entry::{self, EntryWriter, ReadFailure};
+use super::{DiskCache, DiskCacheStats};
 use crate::Result;
 use crate::storage::{
     FileInfo, FileWriter, Location, Storage, StorageRef, Transfer, WriteMode, io_runtime,
@@ -89,12 +89,14 @@ impl DiskCachedStorage {
     fn spawn_fill(&self, path: &str, key: String) {
         let (inner, cache, path) = (self.inner.clone(), self.cache.clone(), path.to_string());
         let fill = io_runtime().spawn(async move {
+            let mut loaded = false;
             if let Ok(data) = inner.read(&path).await {
                 let cache2 = cache.clone();
                 let key2 = key.clone();
-                let _ = tokio::task::spawn_blocking(move || insert(&cache2, &key2, &data)).await;
+                let inserted = tokio::task::spawn_blocking(move || insert(&cache2, &key2, &data));
+                loaded = inserted.await.unwrap_or(false);
             }
-            cache.fill_done(&key);
+            cache.fill_done(&key, loaded);
         });
         let mut fills = self.fills.lock().unwrap_or_else(|e| e.into_inner());
         fills.retain(|f| !f.is_finished());
@@ -102,20 +104,23 @@ impl DiskCachedStorage {
     }
 }
 
-/// Puts a whole file into the cache if it fits; failures only mean it is not cached.
-fn insert(cache: &DiskCache, key: &str, data: &[u8]) {
+/// Puts a whole file into the cache if it fits (returns whether it did); failures only mean it is
+/// not cached.
+fn insert(cache: &DiskCache, key: &str, data: &[u8]) -> bool {
     let write = || -> std::io::Result<EntryWriter> {
         let mut writer = cache.writer()?;
         writer.write(data)?;
         Ok(writer)
     };
     match write() {
-        Ok(writer) => {
-            if let Some(reservation) = cache.reserve(writer.disk_bytes(key)) {
-                cache.publish(key, writer, reservation);
-            }
+        Ok(writer) => match cache.reserve(writer.disk_bytes(key)) {
+            Some(reservation) => cache.publish(key, writer, reservation),
+            None => false,
+        },
+        Err(e) => {
+            tracing::debug!("disk cache: cannot write {key}: {e}");
+            false
         }
-        Err(e) => tracing::debug!("disk cache: cannot write {key}: {e}"),
     }
 }
 
@@ -197,6 +202,10 @@ impl Storage for DiskCachedStorage {
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
         self.cache.remove(&self.key(to));
         self.inner.copy(from, to).await
+    }
+
+    fn disk_cache_stats(&self) -> Option<DiskCacheStats> {
+        Some(self.cache.stats())
     }
 
     fn locate(&self, path: &str) -> Option<Location> {

@@ -197,7 +197,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 backend.getNativeDb(),
                 backend::getLastCheckpointStats,
                 parameters.getMetricGroup(),
-                config.getMetricKeys());
+                config.getMetricKeys(),
+                config.getDiskCache().isEnabled());
         return backend;
     }
 
@@ -226,7 +227,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 backend.getNativeDb(),
                 backend::getLastCheckpointStats,
                 parameters.getMetricGroup(),
-                config.getMetricKeys());
+                config.getMetricKeys(),
+                config.getDiskCache().isEnabled());
         return backend;
     }
 

@@ -26,6 +26,21 @@ public final class FlinkMetricNames {
     /** Key (without the prefix) to gauges, in the order of Flink's options. */
     private static final Map<String, List<Gauge>> BY_KEY = byKey();
 
+    /**
+     * The counters of Flink's ForSt's file cache ({@code FileBasedCache}, registered whenever its
+     * cache is on, whatever the metric keys): name → the engine statistic of our disk cache.
+     */
+    static final Map<String, String> FILE_CACHE_COUNTERS =
+            Map.of(
+                    "forst.fileCache.hit", "disk-cache-hits",
+                    "forst.fileCache.miss", "disk-cache-misses",
+                    "forst.fileCache.lru.loadback", "disk-cache-downloads",
+                    "forst.fileCache.lru.evict", "disk-cache-evictions");
+
+    /** The gauge of Flink's ForSt's file cache, as {@link #FILE_CACHE_COUNTERS}. */
+    static final Gauge FILE_CACHE_USED_BYTES =
+            new Gauge("forst.fileCache.usedBytes", "disk-cache-used-bytes");
+
     private FlinkMetricNames() {}
 
     private static Map<String, List<Gauge>> byKey() {

@@ -1,5 +1,6 @@
 package org.forstrs.flink.metrics;
 
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MetricGroup;
 
@@ -50,18 +51,27 @@ public final class NativeMetricMonitor {
 
     /**
      * Registers the gauges of the switched-on {@code metricKeys} in {@code group}; keys without an
-     * equivalent in the engine register nothing. Does nothing (not even loading the names) when
-     * no key is on.
+     * equivalent in the engine register nothing. With {@code diskCache} (the disk cache is on),
+     * also the file-cache metrics of Flink's ForSt ({@link FlinkMetricNames#FILE_CACHE_COUNTERS}:
+     * the cache is shared by the subtasks of a task manager that use its directory, and these
+     * are its totals). Does nothing (not even loading the names) when no metric is on.
      */
     public static void register(
             NativeDb db,
             Supplier<CheckpointStats> lastCheckpoint,
             MetricGroup group,
-            Collection<String> metricKeys) {
-        if (metricKeys.isEmpty()) {
+            Collection<String> metricKeys,
+            boolean diskCache) {
+        if (metricKeys.isEmpty() && !diskCache) {
             return;
         }
         NativeMetricMonitor monitor = new NativeMetricMonitor(db);
+        if (diskCache) {
+            FlinkMetricNames.FILE_CACHE_COUNTERS.forEach(
+                    (name, stat) -> group.counter(name, monitor.counter(stat)));
+            Gauge<Long> usedBytes = monitor.gauge(FlinkMetricNames.FILE_CACHE_USED_BYTES.stat());
+            group.gauge(FlinkMetricNames.FILE_CACHE_USED_BYTES.name(), usedBytes);
+        }
         for (String key : metricKeys) {
             if (key.equals(ForStMetricOptions.ENGINE_STATS.key())) {
                 for (String stat : EngineStatNames.all()) {
@@ -101,6 +111,37 @@ public final class NativeMetricMonitor {
     private Gauge<Long> gauge(String stat) {
         int index = EngineStatNames.indexOf(stat);
         return () -> value(index);
+    }
+
+    /** A counter showing an engine statistic; only the engine counts, so it cannot be changed. */
+    private Counter counter(String stat) {
+        int index = EngineStatNames.indexOf(stat);
+        return new Counter() {
+            @Override
+            public void inc() {
+                throw new UnsupportedOperationException("counted by the engine");
+            }
+
+            @Override
+            public void inc(long n) {
+                throw new UnsupportedOperationException("counted by the engine");
+            }
+
+            @Override
+            public void dec() {
+                throw new UnsupportedOperationException("counted by the engine");
+            }
+
+            @Override
+            public void dec(long n) {
+                throw new UnsupportedOperationException("counted by the engine");
+            }
+
+            @Override
+            public long getCount() {
+                return value(index);
+            }
+        };
     }
 
     private synchronized long value(int index) {

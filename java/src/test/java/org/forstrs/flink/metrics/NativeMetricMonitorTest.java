@@ -1,5 +1,6 @@
 package org.forstrs.flink.metrics;
 
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 
@@ -25,14 +26,21 @@ class NativeMetricMonitorTest {
 
     private static final String PREFIX = ForStMetricOptions.PREFIX;
 
-    /** Keeps the gauges registered in it. */
+    /** Keeps the gauges and counters registered in it. */
     private static final class GaugeGroup extends UnregisteredMetricsGroup {
         final Map<String, Gauge<?>> gauges = new TreeMap<>();
+        final Map<String, Counter> counters = new TreeMap<>();
 
         @Override
         public <T, G extends Gauge<T>> G gauge(String name, G gauge) {
             gauges.put(name, gauge);
             return gauge;
+        }
+
+        @Override
+        public <C extends Counter> C counter(String name, C counter) {
+            counters.put(name, counter);
+            return counter;
         }
     }
 
@@ -72,7 +80,8 @@ class NativeMetricMonitorTest {
                             PREFIX + "num-files-at-level",
                             PREFIX + "bytes-written",
                             PREFIX + "bloom-filter-useful",
-                            ForStMetricOptions.ENGINE_STATS.key()));
+                            ForStMetricOptions.ENGINE_STATS.key()),
+                    false);
             assertThat(group.gauges)
                     .containsKeys("rocksdb.num-files-at-level0", "rocksdb.num-files-at-level6")
                     .containsKey("rocksdb.bytes_written")
@@ -97,12 +106,48 @@ class NativeMetricMonitorTest {
     }
 
     @Test
+    void theDiskCacheRegistersTheFileCacheMetricsOfFlinksForSt(@TempDir Path dir) {
+        String[] cache = {
+            "cache.dir", dir.resolve("cache").toString(),
+            "cache.size-limit", Long.toString(1L << 30),
+            "cache.reserve-size", "0"
+        };
+        NativeDb db = NativeDb.open(dir.resolve("db").toUri().toString(), cache);
+        GaugeGroup group = new GaugeGroup();
+        try {
+            int cf = db.createColumnFamily("state");
+            for (int i = 0; i < 2000; i++) {
+                put(db, cf, String.format("key-%06d", i), "value-" + "-".repeat(100));
+            }
+            db.compact(); // the new SSTs are cached as they are written
+            ByteBuffer out = ByteBuffer.allocateDirect(256);
+            ByteBuffer key = direct("key-000042");
+            assertThat(db.get(cf, key, key.capacity(), out, 256)).isPositive(); // a cache hit
+            NativeMetricMonitor.register(db, () -> null, group, List.of(), true);
+            assertThat(group.counters)
+                    .containsOnlyKeys(
+                            "forst.fileCache.hit",
+                            "forst.fileCache.miss",
+                            "forst.fileCache.lru.loadback",
+                            "forst.fileCache.lru.evict");
+            assertThat(group.gauges).containsOnlyKeys("forst.fileCache.usedBytes");
+            assertThat(value(group, "forst.fileCache.usedBytes")).isPositive();
+            Counter hits = group.counters.get("forst.fileCache.hit");
+            assertThat(hits.getCount()).isPositive();
+            assertThatThrownBy(hits::inc).isInstanceOf(UnsupportedOperationException.class);
+        } finally {
+            db.close();
+        }
+    }
+
+    @Test
     void noKeyRegistersNothing(@TempDir Path dir) {
         NativeDb db = NativeDb.open(dir.toUri().toString(), new String[0]);
         try {
             GaugeGroup group = new GaugeGroup();
-            NativeMetricMonitor.register(db, () -> null, group, List.of());
+            NativeMetricMonitor.register(db, () -> null, group, List.of(), false);
             assertThat(group.gauges).isEmpty();
+            assertThat(group.counters).isEmpty();
         } finally {
             db.close();
         }
