@@ -346,3 +346,40 @@ fn only_entry(dir: &Path) -> std::path::PathBuf {
     assert_eq!(entries.len(), 1, "{entries:?}");
     entries.into_iter().next().unwrap()
 }
+
+/// A file handed over to a checkpoint stays on the remote store when compaction replaces it (the
+/// checkpoint's owner deletes it), but the database never reads it again: its cache entry goes,
+/// so the cache does not fill up with files nobody reads.
+#[test]
+fn a_handed_over_file_leaves_the_cache_once_compaction_replaces_it() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let local: StorageRef = Arc::new(LocalStorage::new(remote_dir.path(), false).unwrap());
+    let cache = Arc::new(DiskCache::new(cache_options(cache_dir.path(), 1 << 30)).unwrap());
+    let cached = Arc::new(DiskCachedStorage::new(local, cache.clone()));
+    let db = Db::open_with_storage(cached, options()).unwrap();
+    fill(&db, 5_000, 0);
+    let mut checkpoint = db.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let handed_over: Vec<String> =
+        checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    checkpoint.hand_over(&handed_over).unwrap();
+    drop(checkpoint);
+    assert!(cache.stats().entries as usize >= handed_over.len(), "{:?}", cache.stats());
+
+    fill(&db, 5_000, 1);
+    db.compact_all().unwrap();
+    db.wait_for_file_deletions();
+    for name in &handed_over {
+        assert!(remote_dir.path().join(name).exists(), "{name}: the checkpoint's, never deleted");
+    }
+    let live = {
+        let mut checkpoint = db.checkpoint().unwrap();
+        checkpoint.wait_durable().unwrap();
+        checkpoint.files().unwrap().len()
+    };
+    assert!(live > 0);
+    assert_eq!(cache.stats().entries as usize, live, "only the live files stay cached");
+    check(&db, 0..5_000, 1);
+    db.close().unwrap();
+}

@@ -174,6 +174,10 @@ impl Storage for MeteredStorage {
         self.inner.disk_cache_stats()
     }
 
+    fn forget_cached(&self, path: &str) {
+        self.inner.forget_cached(path);
+    }
+
     async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer> {
         let started = Instant::now();
         let result = self.inner.copy_in(src, from, to).await;

@@ -129,6 +129,10 @@ pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The caller will not read `path` again, though the file stays (another owner deletes it):
+    /// local copies of it may go. Wrappers forward.
+    fn forget_cached(&self, _path: &str) {}
+
     /// Copies `from` of another storage to `to` here (which must not exist), inside the
     /// underlying file system when both sit on the same one ([`copy_between`]); wrappers and
     /// stores with their own copy (the Flink proxy) override it.

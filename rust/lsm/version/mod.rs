@@ -208,8 +208,14 @@ impl TableFile {
 
 impl Drop for TableFile {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) && self.is_owned() {
-            self.deleter.delete(self.storage.clone(), std::mem::take(&mut self.storage_path));
+        if !self.obsolete.load(Ordering::Acquire) {
+            return;
+        }
+        let (storage, path) = (self.storage.clone(), std::mem::take(&mut self.storage_path));
+        if self.is_owned() {
+            self.deleter.delete(storage, path);
+        } else {
+            self.deleter.forget(storage, path);
         }
     }
 }

@@ -22,9 +22,25 @@ impl ObsoleteFiles {
             if let Err(e) = storage.delete(&path).await {
                 tracing::warn!("cannot delete obsolete file {path}: {e}");
             }
-            *this.in_flight.lock().unwrap() -= 1;
-            this.finished.notify_all();
+            this.done();
         });
+    }
+
+    /// For an obsolete file the database does not own (a checkpoint's): the file stays, but the
+    /// database never reads it again, so its local copies (disk cache) go. Counted like a
+    /// deletion.
+    pub fn forget(self: &std::sync::Arc<Self>, storage: StorageRef, path: String) {
+        *self.in_flight.lock().unwrap() += 1;
+        let this = self.clone();
+        io_runtime().spawn_blocking(move || {
+            storage.forget_cached(&path);
+            this.done();
+        });
+    }
+
+    fn done(&self) {
+        *self.in_flight.lock().unwrap() -= 1;
+        self.finished.notify_all();
     }
 
     /// Blocks until every deletion issued before the call has finished (deleted or failed).

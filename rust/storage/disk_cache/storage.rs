@@ -208,6 +208,10 @@ impl Storage for DiskCachedStorage {
         Some(self.cache.stats())
     }
 
+    fn forget_cached(&self, path: &str) {
+        self.cache.remove(&self.key(path));
+    }
+
     fn locate(&self, path: &str) -> Option<Location> {
         self.inner.locate(path)
     }
