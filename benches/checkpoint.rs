@@ -1,14 +1,17 @@
 //! Checkpoint, restore and rescale cost at two state sizes (benchmark protocol B3/B4, engine
-//! level): the synchronous phase, the asynchronous phase, the bytes that passed through this
-//! process while copying, a restore at the same parallelism and a 2 -> 3 rescale, each with the
-//! ratio large/small. The target is flat: the synchronous phase and restore/rescale should not
-//! grow with state size, and no byte should pass through the process when the storage can copy.
+//! level): the synchronous phase, the asynchronous phase, the bytes checkpoints wrote, a restore
+//! at the same parallelism and a 2 -> 3 rescale, each with the ratio large/small. Checkpoints
+//! hand their files over (FLIP-428: the database's files are the checkpoint's; Flink's
+//! `primary-dir: checkpoint-dir`) and restores reference them in place. The target is flat:
+//! neither phase nor restore/rescale should grow with state size, and a checkpoint should write
+//! nothing but its manifest.
 //!
 //! State: two databases (the two subtasks of parallelism 2, key groups 0-63 and 64-127) filled
 //! with `CP_KEYS` keys of ~100 bytes in total, large = `CP_SCALE` times more. Storages: a local
-//! directory (hard links) and a "DFS" (in-memory object store + `CP_LATENCY_US` per request,
-//! server-side copies).
-//! Run: `cargo bench --bench checkpoint` (env: CP_KEYS, CP_SCALE, CP_LATENCY_US, CP_ROUNDS).
+//! directory, a "DFS" (in-memory object store + `CP_LATENCY_US` per request) and, when
+//! `FORST_BENCH_CLASSPATH` names a class path with Flink, Hadoop's MiniDFSCluster and the test
+//! classes, HDFS (a MiniDFSCluster in this process) through the Flink file-system proxy.
+//! Run: `scripts/bench-checkpoint.sh` (env: CP_KEYS, CP_SCALE, CP_LATENCY_US, CP_ROUNDS).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +20,8 @@ use forst::lsm::{
     Checkpoint, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, WriteBatch, restore,
 };
 use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
+use jni::objects::{JObject, JValue};
+use jni::{InitArgsBuilder, JNIVersion, JavaVM};
 
 const VALUE_BYTES: usize = 100;
 /// Writes after the last flush, so every synchronous phase has a memtable to freeze.
@@ -34,7 +39,7 @@ fn key(group: u32, i: u64) -> Vec<u8> {
     key
 }
 
-/// Opens storage `path` under `root` (a file:// directory or a memory:// store).
+/// Opens storage `path` under `root` (a file:// directory, a memory:// store, an hdfs:// URI).
 struct Place {
     root: String,
     latency: Option<Duration>,
@@ -54,7 +59,8 @@ impl Place {
 struct Measured {
     sync: Duration,
     async_phase: Duration,
-    streamed_bytes: u64,
+    /// Bytes the databases wrote during the hand-overs.
+    checkpoint_bytes: u64,
     restore: Duration,
     rescale: Duration,
     state_mb: u64,
@@ -87,20 +93,26 @@ fn fill(db: &Db, groups: KeyGroups, keys: u64) {
     db.write(&batch).unwrap();
 }
 
-/// The asynchronous phase: flush what the synchronous phase froze, copy every file.
+/// The asynchronous phase: flush what the synchronous phase froze, then hand every file over
+/// where it is (already handed-over files are skipped by the database). Returns the restore
+/// source, which references the files in the database's directory, and the bytes the database
+/// wrote for the hand-over (nothing else writes meanwhile: no background compaction, see `run`).
 fn complete(
+    db: &Db,
     mut checkpoint: Checkpoint,
-    dest: &StorageRef,
+    storage: &StorageRef,
     groups: KeyGroups,
 ) -> (RestoreSource, u64) {
     checkpoint.wait_durable().unwrap();
-    let copies: Vec<(String, String)> =
-        checkpoint.files().unwrap().into_iter().map(|(name, _)| (name.clone(), name)).collect();
-    let streamed = checkpoint.copy_files(&copies, dest.as_ref()).unwrap();
-    let files = copies.into_iter().map(|(name, _)| (name.clone(), (dest.clone(), name))).collect();
+    let names: Vec<String> =
+        checkpoint.files().unwrap().into_iter().map(|(name, _)| name).collect();
+    let before = db.stats().io.bytes_written;
+    checkpoint.hand_over(&names).unwrap();
+    let written = db.stats().io.bytes_written - before;
+    let files = names.into_iter().map(|name| (name.clone(), (storage.clone(), name))).collect();
     let source =
         RestoreSource { manifest: checkpoint.manifest().unwrap(), files, key_groups: groups };
-    (source, streamed)
+    (source, written)
 }
 
 fn layout(first: u32, last: u32) -> KeyGroupLayout {
@@ -114,35 +126,36 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
     let halves = [KeyGroups::new(0, 63), KeyGroups::new(64, 127)];
-    let dbs: Vec<Db> = halves
+    let dbs: Vec<(Db, StorageRef)> = halves
         .iter()
         .enumerate()
         .map(|(i, groups)| {
-            let db =
-                Db::open_with_storage(place.open(&format!("{tag}/db{i}")), DbOptions::default())
-                    .unwrap();
+            let storage = place.open(&format!("{tag}/db{i}"));
+            // Compactions run only where called (below), so that the bytes written during a
+            // hand-over are the hand-over's.
+            let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+            let db = Db::open_with_storage(storage.clone(), options).unwrap();
             fill(&db, *groups, keys / 2);
             db.flush().unwrap();
             db.compact_until_settled().unwrap();
-            db
+            (db, storage)
         })
         .collect();
     let state_mb =
-        dbs.iter().map(|db| db.stats().bytes_per_level.iter().sum::<u64>()).sum::<u64>() >> 20;
-    let (mut syncs, mut asyncs, mut streamed) = (Vec::new(), Vec::new(), 0);
+        dbs.iter().map(|(db, _)| db.stats().bytes_per_level.iter().sum::<u64>()).sum::<u64>() >> 20;
+    let (mut syncs, mut asyncs, mut checkpoint_bytes) = (Vec::new(), Vec::new(), 0);
     let mut sources = Vec::new();
     for round in 0..rounds {
         sources.clear();
-        for (i, db) in dbs.iter().enumerate() {
+        for (i, (db, storage)) in dbs.iter().enumerate() {
             fill_unflushed(db, halves[i], round);
             let started = Instant::now();
             let checkpoint = db.checkpoint().unwrap();
             syncs.push(started.elapsed());
-            let dest = place.open(&format!("{tag}/chk-{round}/db{i}"));
             let started = Instant::now();
-            let (source, bytes) = complete(checkpoint, &dest, halves[i]);
+            let (source, bytes) = complete(db, checkpoint, storage, halves[i]);
             asyncs.push(started.elapsed());
-            streamed += bytes;
+            checkpoint_bytes += bytes;
             sources.push(source);
         }
     }
@@ -175,7 +188,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
     Measured {
         sync: median(syncs),
         async_phase: median(asyncs),
-        streamed_bytes: streamed,
+        checkpoint_bytes,
         restore: median(restores),
         rescale: median(rescales),
         state_mb,
@@ -216,16 +229,33 @@ fn main() {
     let rounds = env("CP_ROUNDS", 5).max(1);
     let latency = Duration::from_micros(env("CP_LATENCY_US", 1500));
     let tmp = tempfile::tempdir().unwrap();
-    let places = [
+    let mut places = vec![
         (
-            "local directory (hard links)",
+            "local directory",
             Place { root: format!("file://{}", tmp.path().display()), latency: None },
         ),
         (
-            "DFS: object store + latency (server-side copy)",
+            "DFS: object store + latency",
             Place { root: "memory://checkpoint-bench".into(), latency: Some(latency) },
         ),
     ];
+    // Kept until the end of the run: the cluster lives in this process's JVM.
+    let _hdfs = match std::env::var("FORST_BENCH_CLASSPATH") {
+        Ok(classpath) => {
+            let (vm, cluster, root) = start_hdfs(&classpath, &tmp.path().join("hdfs"));
+            places.push((
+                "HDFS (MiniDFSCluster) through the Flink proxy",
+                Place { root, latency: None },
+            ));
+            Some((vm, cluster))
+        }
+        Err(_) => {
+            println!(
+                "(no HDFS rows: FORST_BENCH_CLASSPATH is not set; run scripts/bench-checkpoint.sh)"
+            );
+            None
+        }
+    };
     println!(
         "checkpoint/restore/rescale: {keys} keys (small) vs {} keys (large), ~{VALUE_BYTES}-byte values, {rounds} checkpoints each, DFS latency {latency:?}/request",
         keys * scale
@@ -254,12 +284,87 @@ fn main() {
             "ms",
         );
         row(
-            "bytes through the process (all checkpoints)",
-            small.streamed_bytes as f64,
-            large.streamed_bytes as f64,
+            "bytes written by checkpoints (all rounds, manifests only)",
+            small.checkpoint_bytes as f64,
+            large.checkpoint_bytes as f64,
             "B",
         );
         row("restore, same parallelism (median)", ms(small.restore), ms(large.restore), "ms");
         row("rescale 2 -> 3 (slowest subtask, median)", ms(small.rescale), ms(large.rescale), "ms");
     }
+}
+
+/// Starts a JVM on `classpath` and a one-datanode MiniDFSCluster in it (the test class
+/// `org.forstrs.fs.HdfsCluster`, as the HDFS ITs use), and returns them with the cluster's root
+/// URI for the benchmark's databases.
+fn start_hdfs(classpath: &str, dir: &std::path::Path) -> (JavaVM, jni::objects::GlobalRef, String) {
+    let args = InitArgsBuilder::new()
+        .version(JNIVersion::V8)
+        .option(format!("-Djava.class.path={classpath}"))
+        .build()
+        .unwrap();
+    let vm = JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)");
+    // What the JVM does when Java loads the library: the proxy finds the VM there.
+    // SAFETY: the pointer is the live VM created above, which lives until the process exits.
+    unsafe { forst::jni::JNI_OnLoad(vm.get_java_vm_pointer(), std::ptr::null_mut()) };
+    let (cluster, root) = {
+        let mut env = vm.attach_current_thread().unwrap();
+        // A thread attached from native code has no context class loader; Hadoop needs one.
+        let loader = env
+            .call_static_method(
+                "java/lang/ClassLoader",
+                "getSystemClassLoader",
+                "()Ljava/lang/ClassLoader;",
+                &[],
+            )
+            .and_then(|l| l.l())
+            .unwrap();
+        let thread = env
+            .call_static_method("java/lang/Thread", "currentThread", "()Ljava/lang/Thread;", &[])
+            .and_then(|t| t.l())
+            .unwrap();
+        env.call_method(
+            &thread,
+            "setContextClassLoader",
+            "(Ljava/lang/ClassLoader;)V",
+            &[JValue::Object(&loader)],
+        )
+        .unwrap();
+        let dir = env.new_string(dir.to_str().unwrap()).unwrap();
+        let more = env.new_object_array(0, "java/lang/String", JObject::null()).unwrap();
+        let path = env
+            .call_static_method(
+                "java/nio/file/Paths",
+                "get",
+                "(Ljava/lang/String;[Ljava/lang/String;)Ljava/nio/file/Path;",
+                &[JValue::Object(&dir), JValue::Object(&more)],
+            )
+            .and_then(|p| p.l())
+            .unwrap();
+        let cluster = env
+            .call_static_method(
+                "org/forstrs/fs/HdfsCluster",
+                "start",
+                "(Ljava/nio/file/Path;I)Lorg/forstrs/fs/HdfsCluster;",
+                &[JValue::Object(&path), JValue::Int(1)],
+            )
+            .and_then(|c| c.l())
+            .unwrap_or_else(|e| {
+                let _ = env.exception_describe();
+                panic!("cannot start a MiniDFSCluster: {e}")
+            });
+        let bench = env.new_string("/checkpoint-bench").unwrap();
+        let uri = env
+            .call_method(
+                &cluster,
+                "uri",
+                "(Ljava/lang/String;)Ljava/lang/String;",
+                &[JValue::Object(&bench)],
+            )
+            .and_then(|u| u.l())
+            .unwrap();
+        let uri: String = env.get_string(&jni::objects::JString::from(uri)).unwrap().into();
+        (env.new_global_ref(cluster).unwrap(), uri)
+    };
+    (vm, cluster, root)
 }
