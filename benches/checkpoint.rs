@@ -20,8 +20,11 @@ use forst::lsm::{
     Checkpoint, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, WriteBatch, restore,
 };
 use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
-use jni::objects::{JObject, JValue};
-use jni::{InitArgsBuilder, JNIVersion, JavaVM};
+use jni::JavaVM;
+use jni::objects::{GlobalRef, JObject, JString, JValue};
+
+#[path = "support/jvm.rs"]
+mod jvm;
 
 const VALUE_BYTES: usize = 100;
 /// Writes after the last flush, so every synchronous phase has a memtable to freeze.
@@ -297,39 +300,10 @@ fn main() {
 /// Starts a JVM on `classpath` and a one-datanode MiniDFSCluster in it (the test class
 /// `org.forstrs.fs.HdfsCluster`, as the HDFS ITs use), and returns them with the cluster's root
 /// URI for the benchmark's databases.
-fn start_hdfs(classpath: &str, dir: &std::path::Path) -> (JavaVM, jni::objects::GlobalRef, String) {
-    let args = InitArgsBuilder::new()
-        .version(JNIVersion::V8)
-        .option(format!("-Djava.class.path={classpath}"))
-        .build()
-        .unwrap();
-    let vm = JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)");
-    // What the JVM does when Java loads the library: the proxy finds the VM there.
-    // SAFETY: the pointer is the live VM created above, which lives until the process exits.
-    unsafe { forst::jni::JNI_OnLoad(vm.get_java_vm_pointer(), std::ptr::null_mut()) };
+fn start_hdfs(classpath: &str, dir: &std::path::Path) -> (JavaVM, GlobalRef, String) {
+    let vm = jvm::start(classpath);
     let (cluster, root) = {
-        let mut env = vm.attach_current_thread().unwrap();
-        // A thread attached from native code has no context class loader; Hadoop needs one.
-        let loader = env
-            .call_static_method(
-                "java/lang/ClassLoader",
-                "getSystemClassLoader",
-                "()Ljava/lang/ClassLoader;",
-                &[],
-            )
-            .and_then(|l| l.l())
-            .unwrap();
-        let thread = env
-            .call_static_method("java/lang/Thread", "currentThread", "()Ljava/lang/Thread;", &[])
-            .and_then(|t| t.l())
-            .unwrap();
-        env.call_method(
-            &thread,
-            "setContextClassLoader",
-            "(Ljava/lang/ClassLoader;)V",
-            &[JValue::Object(&loader)],
-        )
-        .unwrap();
+        let mut env = vm.get_env().unwrap();
         let dir = env.new_string(dir.to_str().unwrap()).unwrap();
         let more = env.new_object_array(0, "java/lang/String", JObject::null()).unwrap();
         let path = env
@@ -363,7 +337,7 @@ fn start_hdfs(classpath: &str, dir: &std::path::Path) -> (JavaVM, jni::objects::
             )
             .and_then(|u| u.l())
             .unwrap();
-        let uri: String = env.get_string(&jni::objects::JString::from(uri)).unwrap().into();
+        let uri: String = env.get_string(&JString::from(uri)).unwrap().into();
         (env.new_global_ref(cluster).unwrap(), uri)
     };
     (vm, cluster, root)

@@ -15,8 +15,11 @@ use bytes::Bytes;
 use forst::storage::{
     FlinkProxyStorage, LocalBackend, StorageOptions, StorageRef, WriteMode, block_on, open_storage,
 };
+use jni::JavaVM;
 use jni::objects::JValue;
-use jni::{InitArgsBuilder, JNIVersion, JavaVM};
+
+#[path = "support/jvm.rs"]
+mod jvm;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -86,15 +89,7 @@ fn main() {
     let file_bytes = env("FSB_FILE_MIB", 256) << 20;
     let millis = env("FSB_MILLIS", 2000);
 
-    let args = InitArgsBuilder::new()
-        .version(JNIVersion::V8)
-        .option(format!("-Djava.class.path={classpath}"))
-        .build()
-        .unwrap();
-    let vm = JavaVM::new(args).expect("start a JVM (set JAVA_HOME to a JDK 17)");
-    // What the JVM does when Java loads the library: the proxy finds the VM there.
-    // SAFETY: the pointer is the live VM created above, which lives until the process exits.
-    unsafe { forst::jni::JNI_OnLoad(vm.get_java_vm_pointer(), std::ptr::null_mut()) };
+    let vm = jvm::start(&classpath);
 
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap().to_string();

@@ -2,10 +2,7 @@
 # Engine-level benchmarks (no JVM): FLIP-423's two-stage word count (rows 1, 2, 3, 5 of the
 # benchmark protocol) and the criterion micro benchmarks vs rust-rocksdb, with their ratios.
 # Word count sizes: WC_KEYS, WC_RECORDS, WC_LATENCY_US.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+source "$(dirname "$0")/lib/env.sh"
 cargo bench --bench wordcount
 cargo bench --bench engine_ops -- --noplot
 python3 scripts/bench-ratios.py

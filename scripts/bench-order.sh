@@ -15,13 +15,7 @@
 # measured under the same machine load.
 # Sizes: ROUNDS (3), PARALLELISM (2), WC_RECORDS (2000000), WC_KEYS (100000), GB_RECORDS (1000000),
 # GB_KEYS (10000).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
+source "$(dirname "$0")/lib/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
 rounds=${ROUNDS:-3}
 parallelism=${PARALLELISM:-2}

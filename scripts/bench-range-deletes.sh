@@ -9,10 +9,7 @@
 # A revision is built from `git archive` in a temporary directory with the working tree's bench
 # file; an engine that does not count tombstones (`DbStats::range_tombstones`) prints "n/a" for
 # them. Env: RD_COUNTS, RD_SECONDS, RD_COMPACT (see the bench).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+source "$(dirname "$0")/lib/env.sh"
 if (($#)); then
     sha=$(git rev-parse --verify "$1^{commit}")
     src=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-range-deletes.XXXXXX")

@@ -4,8 +4,5 @@
 # against the memory budget, at 1M and 4M keys by default.
 # Env: SCALE_KEYS (e.g. "1000000 4000000 16000000"), SCALE_READS, SCALE_DIR (where the databases
 # go; default the temp directory), SCALE_ROW_TIMEOUT_S (a row running longer is killed).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
+source "$(dirname "$0")/lib/env.sh"
 cargo bench --bench scale

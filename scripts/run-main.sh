@@ -4,13 +4,7 @@
 # in for the DFS, checkpointed every second. Prints records/s, where the state files are and what
 # the checkpoints cost.
 # Sizes: RECORDS, KEYS, PARALLELISM; state directory: STATE_DIR (checkpoints, every CHECKPOINT_INTERVAL_MS, 0 = off, go to STATE_DIR-checkpoints).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
+source "$(dirname "$0")/lib/env.sh"
 
 echo "==> building forstjni jar (native library included)" >&2
 mvn -B -q -ntp -f java/pom.xml -DskipTests package

@@ -3,13 +3,7 @@
 # script shares. After sourcing: $java, $classpath (test class path), $jar (forstjni), $work (a
 # temporary directory removed on exit) and $results (a file of result rows, one per run).
 #   source scripts/lib/bench-jvm.sh <name>
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-scripts/install-deps.sh
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
-    export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
 
 echo "==> building the jar, the job classes and the class path" >&2

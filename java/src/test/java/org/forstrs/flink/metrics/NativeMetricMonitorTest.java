@@ -7,6 +7,7 @@ import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.forstrs.flink.config.ForStMetricOptions;
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.StringEntries;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -107,11 +108,7 @@ class NativeMetricMonitorTest {
 
     @Test
     void theDiskCacheRegistersTheFileCacheMetricsOfFlinksForSt(@TempDir Path dir) {
-        String[] cache = {
-            "cache.dir", dir.resolve("cache").toString(),
-            "cache.size-limit", Long.toString(1L << 30),
-            "cache.reserve-size", "0"
-        };
+        String[] cache = StringEntries.diskCacheOptions(dir.resolve("cache"));
         NativeDb db = NativeDb.open(dir.resolve("db").toUri().toString(), cache);
         GaugeGroup group = new GaugeGroup();
         try {

@@ -4,12 +4,11 @@ import org.apache.flink.core.fs.Path;
 
 import org.forstrs.flink.state.NativeCheckpoint;
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.flink.state.StringEntries;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,7 +26,7 @@ class HandedOverFileHandleTest {
         NativeDb db = NativeDb.open(dir.toUri().toString(), new String[0]);
         try {
             int cf = db.createColumnFamily("state");
-            put(db, cf, "key", "first");
+            StringEntries.put(db, cf, "key", "first");
             NativeCheckpoint checkpoint = db.prepareCheckpoint();
             String name;
             try {
@@ -46,36 +45,18 @@ class HandedOverFileHandleTest {
 
             handle.discardState(); // the abort: the database still reads the file
             assertThat(file).exists();
-            assertThat(get(db, cf, "key")).isEqualTo("first");
+            assertThat(StringEntries.get(db, cf, "key")).isEqualTo("first");
 
-            put(db, cf, "key", "second");
+            StringEntries.put(db, cf, "key", "second");
             db.compact(); // rewrites the handed-over file into one of its own
             assertThat(db.holdsFile(name)).isFalse();
             assertThat(file).as("handed over: the database never deletes it").exists();
             handle.discardState();
             assertThat(file).doesNotExist();
-            assertThat(get(db, cf, "key")).isEqualTo("second");
+            assertThat(StringEntries.get(db, cf, "key")).isEqualTo("second");
         } finally {
             db.close();
         }
         assertThat(db.holdsFile("anything")).isFalse();
-    }
-
-    private static void put(NativeDb db, int cf, String key, String value) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        byte[] v = value.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer keyBuffer = ByteBuffer.allocateDirect(k.length).put(k);
-        ByteBuffer valueBuffer = ByteBuffer.allocateDirect(v.length).put(v);
-        db.put(cf, keyBuffer, k.length, valueBuffer, v.length);
-    }
-
-    private static String get(NativeDb db, int cf, String key) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer keyBuffer = ByteBuffer.allocateDirect(k.length).put(k);
-        ByteBuffer out = ByteBuffer.allocateDirect(64);
-        int length = db.get(cf, keyBuffer, k.length, out, 64);
-        byte[] value = new byte[length];
-        out.get(0, value);
-        return new String(value, StandardCharsets.UTF_8);
     }
 }

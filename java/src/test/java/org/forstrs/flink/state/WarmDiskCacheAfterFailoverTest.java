@@ -5,8 +5,6 @@ import org.forstrs.jni.ForStNative;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -25,11 +23,7 @@ class WarmDiskCacheAfterFailoverTest {
 
     @Test
     void theNextAttemptReadsThePreviousAttemptsFilesFromTheCache(@TempDir Path dir) {
-        String[] options = {
-            "cache.dir", dir.resolve("cache").toString(),
-            "cache.size-limit", Long.toString(1L << 30),
-            "cache.reserve-size", "0"
-        };
+        String[] options = StringEntries.diskCacheOptions(dir.resolve("cache"));
         Path firstDir = dir.resolve("attempt_0");
         NativeDb first = NativeDb.open(firstDir.toUri().toString(), options);
         byte[] manifest;
@@ -37,7 +31,7 @@ class WarmDiskCacheAfterFailoverTest {
         try {
             int cf = first.createColumnFamily("state");
             for (int i = 0; i < KEYS; i++) {
-                put(first, cf, key(i), value(i));
+                StringEntries.put(first, cf, key(i), value(i));
             }
             NativeCheckpoint checkpoint = first.prepareCheckpoint();
             try {
@@ -72,7 +66,7 @@ class WarmDiskCacheAfterFailoverTest {
             int cf = next.createColumnFamily("state");
             long[] before = stats(next);
             for (int i = 0; i < KEYS; i++) {
-                assertThat(get(next, cf, key(i))).isEqualTo(value(i));
+                assertThat(StringEntries.get(next, cf, key(i))).isEqualTo(value(i));
             }
             long[] after = stats(next);
             assertThat(delta(before, after, "disk-cache-hits"))
@@ -105,23 +99,5 @@ class WarmDiskCacheAfterFailoverTest {
 
     private static String value(int i) {
         return "value-" + i + "-".repeat(100);
-    }
-
-    private static void put(NativeDb db, int cf, String key, String value) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        byte[] v = value.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer keyBuffer = ByteBuffer.allocateDirect(k.length).put(k);
-        ByteBuffer valueBuffer = ByteBuffer.allocateDirect(v.length).put(v);
-        db.put(cf, keyBuffer, k.length, valueBuffer, v.length);
-    }
-
-    private static String get(NativeDb db, int cf, String key) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer keyBuffer = ByteBuffer.allocateDirect(k.length).put(k);
-        ByteBuffer out = ByteBuffer.allocateDirect(256);
-        int length = db.get(cf, keyBuffer, k.length, out, 256);
-        byte[] value = new byte[length];
-        out.get(0, value);
-        return new String(value, StandardCharsets.UTF_8);
     }
 }
