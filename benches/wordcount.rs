@@ -4,6 +4,7 @@
 //!   (1) rust-rocksdb on local disk, one get + put per record (the baseline)
 //!   (2) ours on "DFS" (memory store + 1.5 ms per request), one record at a time
 //!   (3) ours on "DFS", 1000 records per batch: one multi_get, then one write batch
+//!   (4) as (3), with the local disk cache under the DFS (filled as flush and compaction write)
 //!   (5) ours on local disk, batched
 //! Run: `cargo bench --bench wordcount` (env: WC_KEYS, WC_RECORDS, WC_LATENCY_US, WC_ROUNDS).
 
@@ -11,7 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
-use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
+use forst::storage::{
+    DiskCache, DiskCacheOptions, DiskCachedStorage, Latency, LatencyStorage, StorageOptions,
+    StorageRef, open_storage,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -132,6 +136,20 @@ fn main() {
     let dfs_inner = open_storage("memory://wordcount-dfs", &StorageOptions::default()).unwrap();
     let slow = Arc::new(LatencyStorage::new(dfs_inner, Latency::per_call(latency)));
     let on_dfs = Ours::fill(slow.clone(), keys);
+    let cached_inner =
+        open_storage("memory://wordcount-dfs-cached", &StorageOptions::default()).unwrap();
+    let cached_slow = Arc::new(LatencyStorage::new(cached_inner, Latency::per_call(latency)));
+    let cache_dir = tempfile::tempdir().unwrap();
+    let disk_cache = Arc::new(
+        DiskCache::new(DiskCacheOptions {
+            dir: cache_dir.path().to_path_buf(),
+            size_limit: 1 << 30,
+            reserve: 0,
+        })
+        .unwrap(),
+    );
+    let on_cached_dfs =
+        Ours::fill(Arc::new(DiskCachedStorage::new(cached_slow.clone(), disk_cache.clone())), keys);
     let local_dir = tempfile::tempdir().unwrap();
     let local =
         open_storage(&format!("file://{}", local_dir.path().display()), &StorageOptions::default())
@@ -139,8 +157,9 @@ fn main() {
     let on_local = Ours::fill(local, keys);
 
     // Stage 2, one closure per row; each row's random stream continues across rounds.
-    let (rocks, on_dfs, on_local) = (&rocks, &on_dfs, &on_local);
-    let [mut rng1, mut rng2, mut rng3, mut rng5] = [1, 2, 3, 5].map(StdRng::seed_from_u64);
+    let (rocks, on_dfs, on_cached_dfs, on_local) = (&rocks, &on_dfs, &on_cached_dfs, &on_local);
+    let [mut rng1, mut rng2, mut rng3, mut rng4, mut rng5] =
+        [1, 2, 3, 4, 5].map(StdRng::seed_from_u64);
     let mut rows: Vec<(&str, Pass<'_>)> = vec![
         (
             "(1) rocksdb, local disk, get+put per record",
@@ -168,6 +187,13 @@ fn main() {
             }),
         ),
         (
+            "(4) ours, DFS + local disk cache, batched",
+            Box::new(move || {
+                on_cached_dfs.batched(records, keys, &mut rng4);
+                records
+            }),
+        ),
+        (
             "(5) ours, local disk, batched",
             Box::new(move || {
                 on_local.batched(records, keys, &mut rng5);
@@ -187,6 +213,13 @@ fn main() {
     println!(
         "    DFS requests so far: {calls}; block cache hits on DFS: {}",
         on_dfs.db.stats().block_cache_hits
+    );
+    let cache = disk_cache.stats();
+    println!(
+        "    row (4): DFS requests {}; disk cache hits {}, misses {}",
+        cached_slow.stats().calls,
+        cache.hits,
+        cache.misses
     );
 
     let medians: Vec<f64> = rates.into_iter().map(median).collect();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Engine-level benchmarks (no JVM): FLIP-423's two-stage word count (rows 1, 2, 3, 5 of the
-# benchmark protocol) and the criterion micro benchmarks vs rust-rocksdb, with their ratios.
+# Engine-level benchmarks (no JVM): FLIP-423's two-stage word count (rows 1 to 5 of the
+# benchmark protocol, row 4 with the local disk cache) and the criterion micro benchmarks vs rust-rocksdb, with their ratios.
 # Word count sizes: WC_KEYS, WC_RECORDS, WC_LATENCY_US.
 source "$(dirname "$0")/lib/env.sh"
 cargo bench --bench wordcount

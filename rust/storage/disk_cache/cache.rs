@@ -2,7 +2,7 @@
 //! which to evict (least recently used first) when a new one needs room.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
+use std::fs::{self, File};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +23,10 @@ pub(super) const FILL_AFTER_MISSES: u32 = 3;
 /// Files whose misses are counted at once; the counts restart when it is exceeded.
 const MISS_COUNTS: usize = 4096;
 
+/// Entries whose file stays open between reads (a read then costs one `pread`, not an open and a
+/// close); reads of the others open their file each time. Bounds the descriptors the cache holds.
+const MAX_OPEN_FILES: usize = 1024;
+
 #[derive(Debug)]
 pub struct DiskCache {
     root: PathBuf,
@@ -40,6 +44,20 @@ struct State {
     misses: HashMap<String, u32>,
     /// Keys being downloaded, so concurrent misses start one download.
     filling: HashSet<String>,
+    /// Slots holding an open file.
+    open_files: usize,
+}
+
+impl State {
+    /// Removes the entry of `key` from the index (its file stays for the caller to delete).
+    fn take(&mut self, key: &str) -> Option<Slot> {
+        let slot = self.entries.remove(key)?;
+        self.used = self.used.saturating_sub(slot.meta.disk_bytes());
+        if slot.file.is_some() {
+            self.open_files -= 1;
+        }
+        Some(slot)
+    }
 }
 
 #[derive(Debug)]
@@ -47,6 +65,9 @@ struct Slot {
     meta: Arc<EntryMeta>,
     path: PathBuf,
     last_use: u64,
+    /// The entry's file, open, once read (see [`MAX_OPEN_FILES`]). An open file outlives its
+    /// name: reads through it stay right when the entry is removed meanwhile.
+    file: Option<Arc<File>>,
 }
 
 #[derive(Debug, Default)]
@@ -131,7 +152,9 @@ impl DiskCache {
                 state.used += meta.disk_bytes();
                 let last_use = cache.tick();
                 let key = meta.key.clone();
-                state.entries.insert(key, Slot { meta: Arc::new(meta), path, last_use });
+                state
+                    .entries
+                    .insert(key, Slot { meta: Arc::new(meta), path, last_use, file: None });
             }
             let capacity = cache.capacity(&state);
             cache.evict_to(&mut state, capacity);
@@ -164,20 +187,36 @@ impl DiskCache {
         self.clock.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The entry of `key`, marked as just used; counts a hit or a miss.
-    pub(super) fn lookup(&self, key: &str) -> Option<(PathBuf, Arc<EntryMeta>)> {
+    /// The entry of `key`, marked as just used, with its file if it is kept open; counts a hit or
+    /// a miss.
+    pub(super) fn lookup(&self, key: &str) -> Option<(PathBuf, Arc<EntryMeta>, Option<Arc<File>>)> {
         let tick = self.tick();
         let mut state = self.lock();
         match state.entries.get_mut(key) {
             Some(slot) => {
                 slot.last_use = tick;
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                Some((slot.path.clone(), slot.meta.clone()))
+                Some((slot.path.clone(), slot.meta.clone(), slot.file.clone()))
             }
             None => {
                 self.counters.misses.fetch_add(1, Ordering::Relaxed);
                 None
             }
+        }
+    }
+
+    /// Keeps `file`, just opened for the entry `meta` of `key`, open for later reads, if that
+    /// entry is still the one of `key` and fewer than [`MAX_OPEN_FILES`] are kept.
+    pub(super) fn keep_open(&self, key: &str, meta: &Arc<EntryMeta>, file: Arc<File>) {
+        let mut state = self.lock();
+        let room = state.open_files < MAX_OPEN_FILES;
+        if let Some(slot) = state.entries.get_mut(key)
+            && room
+            && slot.file.is_none()
+            && Arc::ptr_eq(&slot.meta, meta)
+        {
+            slot.file = Some(file);
+            state.open_files += 1;
         }
     }
 
@@ -265,10 +304,9 @@ impl DiskCache {
         let mut state = self.lock();
         // The reservation becomes the entry's bytes.
         state.used += meta.disk_bytes();
-        if let Some(old) = state.entries.remove(key) {
-            state.used = state.used.saturating_sub(old.meta.disk_bytes());
-        }
-        state.entries.insert(key.to_string(), Slot { meta: Arc::new(meta), path, last_use: tick });
+        state.take(key);
+        let slot = Slot { meta: Arc::new(meta), path, last_use: tick, file: None };
+        state.entries.insert(key.to_string(), slot);
         drop(state);
         self.counters.inserts.fetch_add(1, Ordering::Relaxed);
         drop(reservation);
@@ -280,11 +318,7 @@ impl DiskCache {
         let slot = {
             let mut state = self.lock();
             state.misses.remove(key);
-            let slot = state.entries.remove(key);
-            if let Some(slot) = &slot {
-                state.used = state.used.saturating_sub(slot.meta.disk_bytes());
-            }
-            slot
+            state.take(key)
         };
         if let Some(slot) = slot {
             let _ = fs::remove_file(slot.path);
@@ -332,8 +366,7 @@ impl DiskCache {
             else {
                 return;
             };
-            let slot = state.entries.remove(&victim).expect("victim is an entry");
-            state.used = state.used.saturating_sub(slot.meta.disk_bytes());
+            let slot = state.take(&victim).expect("victim is an entry");
             // Reads that already found this entry keep reading it (an open file outlives its
             // name) or fall back to the remote file.
             let _ = fs::remove_file(&slot.path);

@@ -1,5 +1,6 @@
 //! [`DiskCachedStorage`]: a remote [`Storage`] whose SST files are also kept in a [`DiskCache`].
 
+use std::fs::File;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -54,12 +55,21 @@ impl DiskCachedStorage {
     /// Serves `range` from the cache if it holds the file; `None` to read the remote file.
     fn read_cached(&self, path: &str, range: &Range<u64>) -> Option<Bytes> {
         let key = self.key(path);
-        let (file, meta) = self.cache.lookup(&key)?;
+        let (entry_path, meta, open) = self.cache.lookup(&key)?;
         if range.start > range.end || range.end > meta.len {
             // Let the remote file give the error it gives.
             return None;
         }
-        match entry::read_range(&file, &meta, range.clone()) {
+        let file = match open {
+            Some(file) => Ok(file),
+            None => File::open(&entry_path).map(Arc::new).inspect(|file| {
+                self.cache.keep_open(&key, &meta, file.clone());
+            }),
+        };
+        match file
+            .map_err(ReadFailure::Io)
+            .and_then(|f| entry::read_range(&f, &meta, range.clone()))
+        {
             Ok(bytes) => Some(bytes),
             Err(ReadFailure::Corrupt { chunk }) => {
                 tracing::warn!("disk cache: {key} is damaged (chunk {chunk}); reading remote");
