@@ -7,6 +7,7 @@
 //! chunks it touches. Entries are written to a temporary name and renamed into place, so a crash
 //! leaves either a whole entry or a temporary file (deleted at the next open).
 
+use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
@@ -54,7 +55,9 @@ pub(super) enum ReadFailure {
     Corrupt { chunk: u64 },
 }
 
-/// Reads `range` (inside the data) of the entry in `file`, verifying every chunk it touches.
+/// Reads `range` (inside the data) of the entry in `file`, verifying every chunk it touches. The
+/// chunks are read into a per-thread scratch buffer and only `range` is copied out: a block the
+/// engine caches then holds its own bytes, not the whole chunks around it.
 pub(super) fn read_range(
     file: &File,
     meta: &EntryMeta,
@@ -64,16 +67,30 @@ pub(super) fn read_range(
     let last = range.end.div_ceil(CHUNK_BYTES).max(first + 1);
     let start = first * CHUNK_BYTES;
     let end = (last * CHUNK_BYTES).min(meta.len);
-    let mut buf = vec![0u8; (end - start) as usize];
-    file.read_exact_at(&mut buf, start).map_err(ReadFailure::Io)?;
-    for (i, chunk) in buf.chunks(CHUNK_BYTES as usize).enumerate() {
-        let index = first + i as u64;
-        if meta.crcs.get(index as usize) != Some(&crc32c::crc32c(chunk)) {
-            return Err(ReadFailure::Corrupt { chunk: index });
+    let verify_and_copy = |buf: &mut Vec<u8>| {
+        buf.resize((end - start) as usize, 0);
+        file.read_exact_at(buf, start).map_err(ReadFailure::Io)?;
+        for (i, chunk) in buf.chunks(CHUNK_BYTES as usize).enumerate() {
+            let index = first + i as u64;
+            if meta.crcs.get(index as usize) != Some(&crc32c::crc32c(chunk)) {
+                return Err(ReadFailure::Corrupt { chunk: index });
+            }
         }
+        let from = (range.start - start) as usize;
+        Ok(Bytes::copy_from_slice(&buf[from..from + (range.end - range.start) as usize]))
+    };
+    if end - start > SCRATCH_BYTES {
+        return verify_and_copy(&mut Vec::new());
     }
-    let from = (range.start - start) as usize;
-    Ok(Bytes::from(buf).slice(from..from + (range.end - range.start) as usize))
+    SCRATCH.with(|scratch| verify_and_copy(&mut scratch.borrow_mut()))
+}
+
+/// Largest read served from the per-thread scratch buffer (block reads); larger ones (whole
+/// files, compaction readahead) allocate their own.
+const SCRATCH_BYTES: u64 = 256 << 10;
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Reads and checks the footer, checksums and key of the entry at `path`; the data chunks are
