@@ -26,6 +26,8 @@ import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.SharedStateRegistry;
+import org.apache.flink.runtime.state.SharedStateRegistryImpl;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
@@ -451,7 +453,12 @@ class SyncAsyncInteropTest {
             async.dispose();
         }
 
-        // 3. The synchronous backend restores the async backend's checkpoint.
+        // 3. The synchronous backend restores the async backend's checkpoint. Its files restored
+        // from checkpoint 1 and still live are referenced by placeholder; like the JobManager,
+        // a registry that holds checkpoint 1 resolves them.
+        SharedStateRegistry registry = new SharedStateRegistryImpl();
+        fromSync.registerSharedStates(registry, 1L);
+        fromAsync.registerSharedStates(registry, 2L);
         ForStSyncKeyedStateBackend<String> restored =
                 backend.createKeyedStateBackend(parameters(List.of(fromAsync)));
         try {
