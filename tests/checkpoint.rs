@@ -1,7 +1,7 @@
 //! Checkpoints, restore and rescale at the engine level (FLIP-428): exact state under concurrent
 //! flush and compaction, a failing copy fails only its checkpoint, 2 -> 3 -> 1 rescales that
 //! reference the checkpoints' files instead of copying or rewriting them, server-side copies on a real S3-compatible server, and
-//! checkpoints that hand their files over instead of copying them.
+//! checkpoints that hand their files over instead of copying them (locally and on S3).
 
 mod support;
 
@@ -389,6 +389,73 @@ fn restore_keeps_the_order_of_overlapping_level0_files() {
             assert_eq!(value.as_deref(), Some(&b"round-9"[..]), "attempt {attempt}, key {i}");
         }
     }
+}
+
+/// On S3 too a checkpoint hands its files over where they are: the hand-over writes one object,
+/// the manifest (its bytes are all the storage receives), and no SST is created, written or
+/// copied. A restore references them in place: the restored database writes no SST of its own and
+/// serves reads from the checkpointed database's objects.
+#[test]
+fn on_s3_checkpoint_hands_files_over_and_restores_them_in_place() {
+    let options = support::s3_options();
+    let open = |url: &str| forst::storage::open_storage(url, &options).unwrap();
+    let base = support::fresh_s3_url("hand-over");
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let db_storage = open(&format!("{base}/db"));
+    let counted = Arc::new(FaultStorage::new(db_storage.clone()));
+    // No background compaction: nothing but the hand-over may write while it runs.
+    let db = Db::open_with_storage(counted.clone(), restore_options()).unwrap();
+    let mut writer = Writer::new(db, all, 23);
+    (0..5_000).for_each(|_| writer.step());
+    let mut checkpoint = writer.db.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let names: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert!(names.len() > 2, "a checkpoint of several files: {names:?}");
+
+    let objects_before = objects(db_storage.as_ref());
+    let moving = [OpKind::Create, OpKind::Write, OpKind::Copy];
+    let calls_before: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
+    let (puts, written) = (counted.calls(OpKind::Put), writer.db.stats().io.bytes_written);
+    checkpoint.hand_over(&names).unwrap();
+    let calls_after: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
+    assert_eq!(calls_after, calls_before, "objects created, written or copied by the hand-over");
+    assert_eq!(counted.calls(OpKind::Put), puts + 1, "the hand-over is one manifest put");
+    let new_objects: BTreeMap<String, u64> = objects(db_storage.as_ref())
+        .into_iter()
+        .filter(|(path, _)| !objects_before.contains_key(path))
+        .collect();
+    assert_eq!(new_objects.len(), 1, "one new object, the manifest: {new_objects:?}");
+    assert!(new_objects.keys().all(|path| !path.ends_with(".sst")), "{new_objects:?}");
+    assert_eq!(
+        writer.db.stats().io.bytes_written - written,
+        new_objects.values().sum::<u64>(),
+        "bytes written by the hand-over: the manifest's only"
+    );
+    let manifest = checkpoint.manifest().unwrap();
+    drop(checkpoint);
+    let model_at_checkpoint = writer.model.clone();
+    writer.db.close().unwrap();
+
+    let source_reads = Arc::new(FaultStorage::new(db_storage.clone()));
+    let files = names.iter().map(|n| (n.clone(), (source_reads.clone() as StorageRef, n.clone())));
+    let source = RestoreSource { manifest, files: files.collect(), key_groups: all };
+    let restored_storage = open(&format!("{base}/restored"));
+    let restored_counted = Arc::new(FaultStorage::new(restored_storage.clone()));
+    let restored =
+        restore(restored_counted.clone(), vec![source], layout(0, 127), restore_options()).unwrap();
+    assert_matches(&restored, &model_at_checkpoint, all);
+    assert_eq!(restored_counted.calls(OpKind::Copy), 0, "files copied into the restored database");
+    assert!(
+        objects(restored_storage.as_ref()).keys().all(|path| !path.ends_with(".sst")),
+        "SSTs in the restored database's directory"
+    );
+    assert!(source_reads.calls(OpKind::Read) > 0, "reads served from the checkpoint's objects");
+    restored.close().unwrap();
+}
+
+/// Every object under a storage: path to size.
+fn objects(storage: &dyn forst::storage::Storage) -> BTreeMap<String, u64> {
+    block_on(storage.list("")).unwrap().into_iter().map(|f| (f.path, f.size)).collect()
 }
 
 #[test]

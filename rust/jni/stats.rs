@@ -8,7 +8,7 @@ use ::jni::sys::{jlong, jobjectArray};
 use super::guard::{JniResult, guard, illegal_argument};
 use super::handles;
 use super::options::string_array;
-use crate::lsm::EXPORTED_STATS;
+use crate::lsm::{DbStats, EXPORTED_STATS};
 
 /// `static native String[] statNames()`: the name of each value `stats` fills, in order.
 #[unsafe(no_mangle)]
@@ -35,7 +35,31 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_stats<'l>(
     guard(&mut env, |env| fill(env, db, &values))
 }
 
+/// `static native void closeWithStats(long db, long[] finalStats)`: closes the database as
+/// `close` does, then fills `finalStats` (as `stats` would) with its statistics once its
+/// background work stopped: the final values, which a closed database's gauges show.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_closeWithStats<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+    final_stats: JLongArray<'l>,
+) {
+    guard(&mut env, |env| {
+        check_length(env, &final_stats)?;
+        let handle = handles::DATABASES.remove(db)?;
+        handle.db.close()?;
+        write(env, &final_stats, &handle.db.stats())
+    })
+}
+
 fn fill(env: &mut JNIEnv<'_>, db: jlong, values: &JLongArray<'_>) -> JniResult<()> {
+    check_length(env, values)?;
+    let stats = handles::DATABASES.get(db)?.db.stats();
+    write(env, values, &stats)
+}
+
+fn check_length(env: &mut JNIEnv<'_>, values: &JLongArray<'_>) -> JniResult<()> {
     if values.is_null() {
         return illegal_argument("values must not be null");
     }
@@ -46,7 +70,10 @@ fn fill(env: &mut JNIEnv<'_>, db: jlong, values: &JLongArray<'_>) -> JniResult<(
             EXPORTED_STATS.len()
         ));
     }
-    let stats = handles::DATABASES.get(db)?.db.stats();
+    Ok(())
+}
+
+fn write(env: &mut JNIEnv<'_>, values: &JLongArray<'_>, stats: &DbStats) -> JniResult<()> {
     let out: Vec<jlong> =
         stats.exported_values().map(|v| jlong::try_from(v).unwrap_or(jlong::MAX)).collect();
     env.set_long_array_region(values, 0, &out)?;

@@ -95,6 +95,12 @@ public final class ForStNative {
     public static native void close(long db);
 
     /**
+     * Closes the database as {@link #close} does, then fills {@code finalStats} (as {@link #stats}
+     * would) with its statistics once its background work stopped.
+     */
+    public static native void closeWithStats(long db, long[] finalStats);
+
+    /**
      * Creates the column family {@code name}, or finds the existing one.
      *
      * @return its id, used by every other call and by the batch wire format

@@ -1,5 +1,7 @@
 package org.forstrs.flink;
 
+import org.apache.flink.core.fs.FileStatus;
+import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
@@ -13,35 +15,61 @@ import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
-/** Reads Flink's checkpoint directory layout: {@code <dir>/<job>/{chk-<n>, shared, taskowned}}. */
+/**
+ * Reads Flink's checkpoint directory layout: {@code <dir>/<job>/{chk-<n>, shared, taskowned}},
+ * local (java.nio paths) or on any Flink file system (URIs).
+ */
 final class CheckpointFiles {
 
     private CheckpointFiles() {}
 
     /** The completed checkpoint (with {@code _metadata}) of the highest id, if any. */
     static Optional<Path> latestCompleted(Path jobDir) throws IOException {
-        if (!Files.isDirectory(jobDir)) {
+        return latestCompleted(jobDir.toUri().toString()).map(uri -> Paths.get(URI.create(uri)));
+    }
+
+    /**
+     * {@link #latestCompleted(Path)} on any Flink file system: the URI of the checkpoint's
+     * directory.
+     */
+    static Optional<String> latestCompleted(String jobDir) throws IOException {
+        org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(jobDir);
+        FileSystem fs = dir.getFileSystem();
+        if (!fs.exists(dir)) {
             return Optional.empty();
         }
-        try (Stream<Path> dirs = Files.list(jobDir)) {
-            return dirs.filter(d -> d.getFileName().toString().startsWith("chk-"))
-                    .filter(d -> Files.isRegularFile(d.resolve("_metadata")))
-                    .max(Comparator.comparingLong(CheckpointFiles::checkpointId));
+        Optional<org.apache.flink.core.fs.Path> latest = Optional.empty();
+        for (FileStatus status : fs.listStatus(dir)) {
+            org.apache.flink.core.fs.Path candidate = status.getPath();
+            if (status.isDir()
+                    && candidate.getName().startsWith("chk-")
+                    && fs.exists(new org.apache.flink.core.fs.Path(candidate, "_metadata"))
+                    && latest.map(l -> checkpointId(l.getName()) < checkpointId(candidate.getName()))
+                            .orElse(true)) {
+                latest = Optional.of(candidate);
+            }
         }
+        return latest.map(p -> p.toUri().toString());
     }
 
     static long checkpointId(Path checkpointDir) {
-        return Long.parseLong(checkpointDir.getFileName().toString().substring(4));
+        return checkpointId(checkpointDir.getFileName().toString());
+    }
+
+    /** The id of a checkpoint directory's name or URI ({@code .../chk-<n>}). */
+    static long checkpointId(String checkpointDir) {
+        String name = checkpointDir.substring(checkpointDir.lastIndexOf('/') + 1);
+        return Long.parseLong(name.substring(4));
     }
 
     /** Every file under {@code <jobDir>/shared}. */
@@ -71,13 +99,21 @@ final class CheckpointFiles {
     /** The ForSt-RS keyed state handles in a checkpoint's or savepoint's {@code _metadata}. */
     static Set<IncrementalRemoteKeyedStateHandle> keyedHandles(Path checkpointDir)
             throws IOException {
+        return keyedHandles(checkpointDir.toUri().toString());
+    }
+
+    /** {@link #keyedHandles(Path)} on any Flink file system. */
+    static Set<IncrementalRemoteKeyedStateHandle> keyedHandles(String checkpointDir)
+            throws IOException {
+        org.apache.flink.core.fs.Path metadataFile =
+                new org.apache.flink.core.fs.Path(checkpointDir, "_metadata");
         CheckpointMetadata metadata;
-        try (InputStream in = Files.newInputStream(checkpointDir.resolve("_metadata"))) {
+        try (InputStream in = metadataFile.getFileSystem().open(metadataFile)) {
             metadata =
                     Checkpoints.loadCheckpointMetadata(
                             new DataInputStream(in),
                             CheckpointFiles.class.getClassLoader(),
-                            checkpointDir.toString());
+                            checkpointDir);
         }
         Set<IncrementalRemoteKeyedStateHandle> handles = new HashSet<>();
         for (OperatorState operator : metadata.getOperatorStates()) {

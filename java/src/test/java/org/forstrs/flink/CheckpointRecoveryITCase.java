@@ -238,16 +238,16 @@ class CheckpointRecoveryITCase {
         return env;
     }
 
-    /** Each key emitted once, with its exact count. */
     /**
      * Every failing attempt failed (the paced input outlasts them all) and every restart resumed
      * from a checkpoint that covered records of the failed attempt, past the start of the split.
      */
-    private static void assertFailedAndResumed(String run, int failingAttempts) {
+    static void assertFailedAndResumed(String run, int failingAttempts) {
         assertThat(FailAfterCheckpoint.failures(run)).isEqualTo(failingAttempts);
         assertThat(FailAfterCheckpoint.resumedAttempts(run)).isGreaterThanOrEqualTo(failingAttempts);
     }
 
+    /** Each key emitted once, with its exact count. */
     static void assertExactFinalCounts(List<Tuple2<Long, Long>> results, long records, int keys) {
         Map<Long, Long> emitted = new HashMap<>();
         for (Tuple2<Long, Long> r : results) {

@@ -42,14 +42,22 @@ final class CountingJob {
     private static final Map<String, Queue<Tuple2<Long, Long>>> RESULTS =
             new ConcurrentHashMap<>();
 
+    /** The name of the operator that holds the keyed state. */
+    static final String COUNT_OPERATOR = "count per key";
+
     private CountingJob() {}
 
     /** Cluster settings: ForSt-RS, checkpoints every 100 ms into {@code checkpoints}. */
     static Configuration config(Path primary, Path checkpoints) {
+        return config(primary.toUri().toString(), checkpoints.toUri().toString());
+    }
+
+    /** {@link #config(Path, Path)} with directories given as URIs (of any file system). */
+    static Configuration config(String primary, String checkpoints) {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, "forst");
-        config.setString("state.backend.forst.primary-dir", primary.toUri().toString());
-        config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
+        config.setString("state.backend.forst.primary-dir", primary);
+        config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints);
         config.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(100));
         config.set(
                 CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
@@ -102,6 +110,7 @@ final class CountingJob {
                 .keyBy(new KeyOf(keys))
                 .enableAsyncState()
                 .process(new CountPerKey())
+                .name(COUNT_OPERATOR)
                 .returns(Types.TUPLE(Types.LONG, Types.LONG));
     }
 

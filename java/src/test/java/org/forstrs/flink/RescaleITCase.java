@@ -49,11 +49,11 @@ class RescaleITCase {
         awaitHeld(run, RECORDS / 4, first);
         Path atTwo = stopWithSavepoint(first, savepoints);
 
-        JobClient second = submit(config, atTwo, 3, run, RECORDS / 2);
+        JobClient second = submit(config, atTwo.toUri().toString(), 3, run, RECORDS / 2);
         awaitHeld(run, RECORDS / 2, second);
         Path atThree = stopWithSavepoint(second, savepoints);
 
-        submit(config, atThree, 1, run, Long.MAX_VALUE).getJobExecutionResult().get();
+        submit(config, atThree.toUri().toString(), 1, run, Long.MAX_VALUE).getJobExecutionResult().get();
 
         CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
         assertThat(CheckpointFiles.keyedHandles(atTwo)).hasSize(2);
@@ -67,16 +67,26 @@ class RescaleITCase {
     @Test
     void retainedCheckpointsRestoreAtTwoThreeAndOne(
             @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        retainedCheckpointsRestoreAtTwoThreeAndOne(
+                CountingJob.config(primary, checkpoints), checkpoints.toUri().toString());
+    }
+
+    /**
+     * The job at 2, cancelled after a checkpoint, continues at 3 from the retained checkpoint,
+     * cancelled again, and ends at 1; final counts are exact. {@code checkpoints} is the
+     * checkpoint directory of {@code config} (the cluster needs 3 slots).
+     */
+    static void retainedCheckpointsRestoreAtTwoThreeAndOne(
+            Configuration config, String checkpoints) throws Exception {
         String run = "retained-" + UUID.randomUUID();
-        Configuration config = CountingJob.config(primary, checkpoints);
 
         JobClient first = submit(config, null, 2, run, RECORDS / 4);
         awaitHeld(run, RECORDS / 4, first);
-        Path atTwo = cancelAfterNextCheckpoint(first, checkpoints);
+        String atTwo = cancelAfterNextCheckpoint(first, checkpoints);
 
         JobClient second = submit(config, atTwo, 3, run, RECORDS / 2);
         awaitHeld(run, RECORDS / 2, second);
-        Path atThree = cancelAfterNextCheckpoint(second, checkpoints);
+        String atThree = cancelAfterNextCheckpoint(second, checkpoints);
 
         submit(config, atThree, 1, run, Long.MAX_VALUE).getJobExecutionResult().get();
 
@@ -90,11 +100,11 @@ class RescaleITCase {
      * records, so the job is known to be mid-input when the test stops it.
      */
     private static JobClient submit(
-            Configuration base, Path restoreFrom, int parallelism, String run, long holdAt)
+            Configuration base, String restoreFrom, int parallelism, String run, long holdAt)
             throws Exception {
         Configuration config = new Configuration(base);
         if (restoreFrom != null) {
-            config.set(StateRecoveryOptions.SAVEPOINT_PATH, restoreFrom.toUri().toString());
+            config.set(StateRecoveryOptions.SAVEPOINT_PATH, restoreFrom);
         }
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
         env.setParallelism(parallelism);
@@ -121,10 +131,10 @@ class RescaleITCase {
         return Paths.get(URI.create(location));
     }
 
-    /** Cancels the job once a checkpoint completed after now; returns the retained one. */
-    private static Path cancelAfterNextCheckpoint(JobClient job, Path checkpoints)
+    /** Cancels the job once a checkpoint completed after now; returns the retained one's URI. */
+    private static String cancelAfterNextCheckpoint(JobClient job, String checkpoints)
             throws Exception {
-        Path jobDir = checkpoints.resolve(job.getJobID().toString());
+        String jobDir = checkpoints.replaceAll("/+$", "") + "/" + job.getJobID();
         long before =
                 CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId).orElse(0L);
         Await.until(

@@ -21,7 +21,10 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.security.PrivilegedExceptionAction;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -32,7 +35,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The engine on a real HDFS (MiniDFSCluster in this JVM) through the file-system proxy: the
- * behaviour suite, zero-copy positional reads, and failures (a file deleted under an open reader,
+ * behaviour suite, checkpoints by copy and by hand-over, zero-copy positional reads, and failures (a file deleted under an open reader,
  * a permission error, the datanode stopped mid-read), each an IOException naming the path.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -78,6 +81,73 @@ class HdfsProxyITCase {
                         hdfs.uri("/checkpoint/chk/shared"),
                         hdfs.uri("/checkpoint/restored"));
         assertThat(streamed).as("HDFS offers no path copy: the JVM streams").isPositive();
+    }
+
+    /**
+     * Through the proxy, a checkpoint that hands its files over writes one file, the DB's new
+     * manifest, and no SST; a restore references the files where they are and writes no SST.
+     * Bytes are counted by the file system under the proxy ({@link CountingFileSystem}).
+     */
+    @Test
+    @Order(1)
+    void handOverThroughTheProxyWritesOnlyAManifestAndRestoreReadsFilesInPlace() {
+        String url = CountingFileSystem.uri(hdfs.uri("/hand-over/db"));
+        String restoredUrl = CountingFileSystem.uri(hdfs.uri("/hand-over/restored"));
+        Map<String, String> expected = new TreeMap<>();
+        long db = ForStNative.open(url, EngineBehaviour.options());
+        byte[] manifest;
+        String[] names;
+        try {
+            int cf = ForStNative.createColumnFamily(db, "state");
+            for (int i = 0; i < EngineBehaviour.KEYS; i++) {
+                EngineBehaviour.put(db, cf, EngineBehaviour.key(i), EngineBehaviour.value(i));
+                expected.put(EngineBehaviour.key(i), EngineBehaviour.value(i));
+            }
+            long checkpoint = ForStNative.checkpointPrepare(db);
+            try {
+                manifest = ForStNative.checkpointManifest(checkpoint);
+                names = ForStNative.checkpointFileNames(checkpoint);
+                assertThat(names).isNotEmpty();
+                Map<String, Long> before = CountingFileSystem.bytesWrittenByFile();
+                ForStNative.checkpointHandOver(checkpoint, names);
+                Map<String, Long> written = new HashMap<>(CountingFileSystem.bytesWrittenByFile());
+                before.forEach((file, bytes) -> written.merge(file, -bytes, Long::sum));
+                written.values().removeIf(bytes -> bytes == 0);
+                assertThat(written)
+                        .as("files written by the hand-over")
+                        .hasSize(1)
+                        .allSatisfy((file, bytes) -> assertThat(file).contains("/MANIFEST-"));
+            } finally {
+                ForStNative.checkpointRelease(checkpoint);
+            }
+        } finally {
+            ForStNative.close(db);
+        }
+        String[] uris = new String[names.length];
+        for (int i = 0; i < names.length; i++) {
+            uris[i] = url + "/" + names[i];
+        }
+        long restored =
+                ForStNative.openRestored(
+                        restoredUrl,
+                        EngineBehaviour.options(),
+                        new byte[][] {manifest},
+                        new String[][] {names},
+                        new String[][] {uris},
+                        new int[] {0, 127},
+                        0,
+                        127,
+                        1);
+        try {
+            EngineBehaviour.checkAll(
+                    restored, ForStNative.createColumnFamily(restored, "state"), expected);
+        } finally {
+            ForStNative.close(restored);
+        }
+        String restoredDir = java.net.URI.create(restoredUrl).getPath() + "/";
+        assertThat(CountingFileSystem.bytesWrittenByFile().keySet())
+                .as("SSTs written into the restored DB")
+                .noneMatch(f -> f.startsWith(restoredDir) && f.endsWith(".sst"));
     }
 
     @Test

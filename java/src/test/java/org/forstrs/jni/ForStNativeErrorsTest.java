@@ -121,6 +121,25 @@ class ForStNativeErrorsTest {
         }
     }
 
+    @Test
+    void closeWithStatsRefusesAWrongArrayBeforeClosingAndFillsTheValuesAtClose() {
+        final long db = ForStNative.open(url(), null);
+        final int cf = ForStNative.createColumnFamily(db, FAMILY);
+        put(db, cf, "key-1", "value-1");
+        ForStNative.flush(db);
+        final List<String> names = List.of(ForStNative.statNames());
+        assertThatThrownBy(() -> ForStNative.closeWithStats(db, new long[names.size() - 1]))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("statistics");
+        assertThatThrownBy(() -> ForStNative.closeWithStats(db, null))
+                .isInstanceOf(IllegalArgumentException.class);
+        final long[] values = new long[names.size()];
+        ForStNative.closeWithStats(db, values);
+        assertThat(values[names.indexOf("flushes")]).isEqualTo(1);
+        assertThatThrownBy(() -> ForStNative.stats(db, values))
+                .isInstanceOf(IllegalStateException.class);
+    }
+
     // ---------------------------------------------------------------- helpers
 
     private String url() {

@@ -22,7 +22,7 @@ import java.util.function.ToLongFunction;
  * forstrs.last-checkpoint-*}). Gauges read one snapshot of all statistics,
  * taken with one native call and reused for {@link #MAX_AGE_NANOS}, so a reporter reading every
  * gauge costs one call per report. Once the database is closed (the backend disposed) gauges show
- * the last values read and never touch it.
+ * its values at close and never touch it.
  *
  * <p>Our statistics are per database: every state of a backend lives in one tree, so the gauges
  * are in the backend's group itself, not in one group per column family as in Flink's ForSt.
@@ -147,7 +147,7 @@ public final class NativeMetricMonitor {
     private synchronized long value(int index) {
         long now = System.nanoTime();
         if (now - readAtNanos >= MAX_AGE_NANOS) {
-            // false, changing nothing, once the database is closed: the last values stay
+            // once the database is closed: its values at close
             db.readStats(values);
             readAtNanos = now;
         }

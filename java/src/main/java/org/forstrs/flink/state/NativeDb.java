@@ -19,6 +19,8 @@ public final class NativeDb implements Closeable {
     private final long handle;
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     private boolean closed;
+    /** The statistics at close, once closed (null if the close failed). */
+    private long[] finalStats;
     private volatile ReferencedFiles referencedFiles = ReferencedFiles.NONE;
 
     private NativeDb(String uri, String[] options, long handle) {
@@ -187,16 +189,20 @@ public final class NativeDb implements Closeable {
     }
 
     /**
-     * Fills {@code values} with the engine's statistics ({@link ForStNative#stats}), unless the
-     * database is closed.
+     * Fills {@code values} with the engine's statistics ({@link ForStNative#stats}); once the
+     * database is closed, with those at close (when its background work had stopped).
      *
-     * @return false, leaving {@code values} as they were, if the database is closed
+     * @return false, leaving {@code values} as they were, if the close failed
      */
     public boolean readStats(long[] values) {
         lock.readLock().lock();
         try {
             if (closed) {
-                return false;
+                if (finalStats == null) {
+                    return false;
+                }
+                System.arraycopy(finalStats, 0, values, 0, finalStats.length);
+                return true;
             }
             ForStNative.stats(handle, values);
             return true;
@@ -265,7 +271,9 @@ public final class NativeDb implements Closeable {
         try {
             if (!closed) {
                 closed = true;
-                ForStNative.close(handle);
+                long[] stats = new long[ForStNative.statNames().length];
+                ForStNative.closeWithStats(handle, stats);
+                finalStats = stats;
             }
         } finally {
             lock.writeLock().unlock();
