@@ -13,7 +13,9 @@ use forst::lsm::{
     Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource,
     delete_database, restore,
 };
-use forst::storage::{FaultStorage, LocalStorage, OpKind, StorageRef, block_on};
+use forst::storage::{
+    FaultStorage, IoCounters, IoStats, LocalStorage, MeteredStorage, OpKind, StorageRef, block_on,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -486,4 +488,272 @@ fn on_s3_checkpoint_copies_and_restores_server_side() {
         restore(open(&format!("{base}/restored")), vec![source], layout(0, 127), small_options())
             .unwrap();
     assert_matches(&restored, &writer.model, all);
+}
+
+/// Key groups next to the boundaries of a 2 -> 3 -> 1 rescale (63/64, 42/43, 85/86) and the ends.
+const EDGE_GROUPS: [u32; 15] = [0, 41, 42, 43, 44, 62, 63, 64, 65, 84, 85, 86, 87, 126, 127];
+
+/// The keys of a group at its edges: the group alone (the smallest key it can hold), just above
+/// it, in the middle, and its largest ones.
+fn edge_keys(group: u32) -> [Vec<u8>; 5] {
+    let g = group as u8;
+    [vec![g], vec![g, 0], vec![g, b'm'], vec![g, 0xff], vec![g, 0xff, 0xff, 0xff]]
+}
+
+/// Two databases (key groups 0-63 and 64-127) whose files each span all of their key groups in a
+/// family, at level 0 and below, so every file straddles the new boundaries of a rescale to 3.
+/// Every group holds its edge keys, some overwritten or deleted in later files.
+fn straddling_sources(root: &std::path::Path) -> (Vec<RestoreSource>, Model) {
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let mut model = Model::new();
+    let mut sources = Vec::new();
+    for (i, groups) in [KeyGroups::new(0, 63), KeyGroups::new(64, 127)].into_iter().enumerate() {
+        let db =
+            Db::open_with_storage(local(&root.join(format!("db{i}"))), options.clone()).unwrap();
+        for name in FAMILIES {
+            let cf = db.create_cf(name).unwrap();
+            for group in groups.first..=groups.last {
+                for (j, key) in edge_keys(group).into_iter().enumerate() {
+                    let value = format!("{name}-{group}-{j}").into_bytes();
+                    db.put(&cf, &key, &value).unwrap();
+                    model.insert((name.to_string(), key), value);
+                }
+            }
+        }
+        db.flush().unwrap();
+        db.compact_all().unwrap();
+        for round in 1..3u32 {
+            for name in FAMILIES {
+                let cf = db.cf(name).unwrap();
+                for group in (groups.first..=groups.last).filter(|g| g % (round + 1) == 0) {
+                    let [alone, _, middle, last, _] = edge_keys(group);
+                    let value = format!("{name}-{group}-round-{round}").into_bytes();
+                    db.put(&cf, &last, &value).unwrap();
+                    model.insert((name.to_string(), last), value);
+                    let deleted = if round == 1 { middle } else { alone };
+                    db.delete(&cf, &deleted).unwrap();
+                    model.remove(&(name.to_string(), deleted));
+                }
+            }
+            db.flush().unwrap();
+        }
+        sources.push(complete(db.checkpoint().unwrap(), &root.join(format!("chk{i}")), groups));
+    }
+    (sources, model)
+}
+
+/// The sources, reading their files through one counting storage per source.
+fn metered(sources: Vec<RestoreSource>) -> (Vec<RestoreSource>, Vec<Arc<IoCounters>>) {
+    sources
+        .into_iter()
+        .map(|mut source| {
+            let (storage, _) = source.files.values().next().expect("a file").clone();
+            let metered = MeteredStorage::new(storage);
+            let counters = metered.counters();
+            let metered: StorageRef = Arc::new(metered);
+            for (holder, _) in source.files.values_mut() {
+                *holder = metered.clone();
+            }
+            (source, counters)
+        })
+        .unzip()
+}
+
+fn total(counters: &[Arc<IoCounters>]) -> IoStats {
+    counters.iter().map(|c| c.snapshot()).fold(IoStats::default(), |sum, s| IoStats {
+        reads: sum.reads + s.reads,
+        bytes_read: sum.bytes_read + s.bytes_read,
+        other_requests: sum.other_requests + s.other_requests,
+        ..sum
+    })
+}
+
+/// A rescale reads nothing of the checkpoints' files, not even of files that straddle a new
+/// key-group boundary (all of them here): their visible bounds come from the key groups alone.
+#[test]
+fn rescale_reads_no_byte_of_straddling_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sources, model) = straddling_sources(tmp.path());
+    let (sources, counters) = metered(sources);
+    let thirds = [KeyGroups::new(0, 42), KeyGroups::new(43, 85), KeyGroups::new(86, 127)];
+    let mut next = Vec::new();
+    for (i, groups) in thirds.into_iter().enumerate() {
+        let before = total(&counters);
+        let dir = tmp.path().join(format!("third{i}"));
+        let db = restore(
+            local(&dir),
+            sources.clone(),
+            layout(groups.first, groups.last),
+            restore_options(),
+        )
+        .unwrap();
+        assert_eq!(total(&counters), before, "rescale 2 -> 3 read the checkpoints' files");
+        assert_matches(&db, &model, groups);
+        next.push(complete(
+            db.checkpoint().unwrap(),
+            &tmp.path().join(format!("chk-third{i}")),
+            groups,
+        ));
+    }
+    let (next, counters) = metered(next);
+    let db =
+        restore(local(&tmp.path().join("one")), next, layout(0, 127), restore_options()).unwrap();
+    assert_eq!(total(&counters), IoStats::default(), "rescale 3 -> 1 read the checkpoints' files");
+    assert_matches(&db, &model, KeyGroups::new(0, 127));
+}
+
+fn scan(mut it: forst::lsm::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.advance().unwrap();
+    }
+    out
+}
+
+/// Gets, prefix scans, scans across each boundary and seeks to each group's first key see
+/// exactly the keys of `groups`, whatever file bounds end next to them.
+fn assert_exact_at_edges(db: &Db, model: &Model, groups: KeyGroups) {
+    assert_matches(db, model, groups);
+    let inside = |key: &[u8]| (groups.first..=groups.last).contains(&u32::from(key[0]));
+    for name in FAMILIES {
+        let cf = db.cf(name).unwrap();
+        let expected = |from: &[u8], to: Option<&[u8]>| -> Vec<(Vec<u8>, Vec<u8>)> {
+            model
+                .iter()
+                .filter(|((n, k), _)| {
+                    n == name && k.as_slice() >= from && to.is_none_or(|to| k.as_slice() < to)
+                })
+                .filter(|((_, k), _)| inside(k))
+                .map(|((_, k), v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        for group in EDGE_GROUPS {
+            let g = group as u8;
+            let context = format!("family {name}, group {group}, database of {groups:?}");
+            for key in edge_keys(group) {
+                let want = model.get(&(name.to_string(), key.clone())).filter(|_| inside(&key));
+                let got = db.get(&cf, &key).unwrap();
+                assert_eq!(got.as_deref(), want.map(Vec::as_slice), "get {key:?}, {context}");
+            }
+            let next = [g.wrapping_add(1)];
+            let end = (group < 127).then_some(&next[..]);
+            assert_eq!(
+                scan(db.iter_prefix(&cf, &[g]).unwrap()),
+                expected(&[g], end),
+                "prefix, {context}"
+            );
+            if let Some(end) = end {
+                let (from, to) = ([g, 0xff], [end[0], 1]);
+                let across = scan(db.iter(&cf, Some(&from), Some(&to)).unwrap());
+                assert_eq!(across, expected(&from, Some(&to)), "scan across, {context}");
+                let mut it = db.iter(&cf, None, None).unwrap();
+                it.seek(end).unwrap();
+                let first = it.valid().then(|| it.key().to_vec());
+                let want = expected(end, None).into_iter().next().map(|(k, _)| k);
+                assert_eq!(first, want, "seek to the next group, {context}");
+            }
+        }
+    }
+}
+
+/// Exactness at clipped edges: after a rescale 2 -> 3 of files that all straddle the new
+/// boundaries, then 3 -> 1 of the clipped files (bounds with exclusive ends, recorded in the
+/// checkpoints' manifests), and after a compaction rewrote each result. The middle third
+/// overwrites and deletes edge keys and compacts before its checkpoint, so after 3 -> 1 a clipped
+/// file of the first third, which still holds the old versions of those keys, ends (exclusive)
+/// exactly where the middle third's own file starts.
+#[test]
+fn rescaled_databases_see_exactly_their_key_groups_at_every_edge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sources, mut model) = straddling_sources(tmp.path());
+    let thirds = [KeyGroups::new(0, 42), KeyGroups::new(43, 85), KeyGroups::new(86, 127)];
+    let mut next = Vec::new();
+    for (i, groups) in thirds.into_iter().enumerate() {
+        let dir = tmp.path().join(format!("third{i}"));
+        let db = restore(
+            local(&dir),
+            sources.clone(),
+            layout(groups.first, groups.last),
+            restore_options(),
+        )
+        .unwrap();
+        assert_exact_at_edges(&db, &model, groups);
+        if i == 1 {
+            for name in FAMILIES {
+                let cf = db.cf(name).unwrap();
+                for group in groups.first..=groups.last {
+                    let [alone, .., last] = edge_keys(group);
+                    db.put(&cf, &last, b"middle third").unwrap();
+                    model.insert((name.to_string(), last), b"middle third".to_vec());
+                    db.delete(&cf, &alone).unwrap();
+                    model.remove(&(name.to_string(), alone));
+                }
+            }
+            db.compact_all().unwrap();
+            assert_exact_at_edges(&db, &model, groups);
+        }
+        next.push(complete(
+            db.checkpoint().unwrap(),
+            &tmp.path().join(format!("chk-third{i}")),
+            groups,
+        ));
+        db.compact_all().unwrap();
+        assert_exact_at_edges(&db, &model, groups);
+    }
+    let all = KeyGroups::new(0, 127);
+    let db =
+        restore(local(&tmp.path().join("one")), next, layout(0, 127), restore_options()).unwrap();
+    assert_exact_at_edges(&db, &model, all);
+    db.compact_all().unwrap();
+    assert_exact_at_edges(&db, &model, all);
+}
+
+/// A file clipped to key groups it holds no key of stays listed (a restore does not read it to
+/// find out) but shows nothing: no get, scan or seek finds its keys, a checkpoint and a restore of
+/// it work, and compaction drops it.
+#[test]
+fn a_clipped_file_without_visible_keys_shows_nothing_until_compaction_drops_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let db = Db::open_with_storage(local(&tmp.path().join("db")), options).unwrap();
+    let cf = db.create_cf("counts").unwrap();
+    for group in [40, 50] {
+        db.put(&cf, &key(group, 1), b"outside").unwrap();
+    }
+    db.flush().unwrap();
+    let source =
+        complete(db.checkpoint().unwrap(), &tmp.path().join("chk"), KeyGroups::new(0, 127));
+    let restored =
+        restore(local(&tmp.path().join("gap")), vec![source], layout(43, 45), restore_options())
+            .unwrap();
+    let kept = live_files(&restored);
+    assert_eq!(kept.len(), 1, "the straddling file stays listed");
+    let name = kept.iter().next().unwrap();
+    assert!(restored.holds_file(name));
+    let cf = restored.cf("counts").unwrap();
+    for group in [40, 43, 44, 45, 50] {
+        assert_eq!(restored.get(&cf, &key(group, 1)).unwrap(), None);
+        assert!(scan(restored.iter_prefix(&cf, &[group as u8]).unwrap()).is_empty());
+    }
+    assert!(scan(restored.iter(&cf, None, None).unwrap()).is_empty());
+    let mut it = restored.iter(&cf, None, None).unwrap();
+    it.seek(&[44]).unwrap();
+    assert!(!it.valid());
+    assert_eq!(restored.stats().files_per_level.iter().sum::<usize>(), 1);
+
+    let again = complete(
+        restored.checkpoint().unwrap(),
+        &tmp.path().join("chk-gap"),
+        KeyGroups::new(43, 45),
+    );
+    let twice =
+        restore(local(&tmp.path().join("again")), vec![again], layout(44, 44), restore_options())
+            .unwrap();
+    assert!(scan(twice.iter(&twice.cf("counts").unwrap(), None, None).unwrap()).is_empty());
+
+    restored.compact_all().unwrap();
+    assert!(live_files(&restored).is_empty(), "compaction dropped the file");
+    assert!(!restored.holds_file(name));
+    assert!(scan(restored.iter(&cf, None, None).unwrap()).is_empty());
 }

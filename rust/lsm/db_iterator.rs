@@ -48,7 +48,7 @@ impl DbIterator {
         children.extend(sv.frozen.iter().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>));
         let version = &sv.version;
         let in_range = |f: &&Arc<crate::lsm::version::TableFile>| {
-            f.smallest() < upper.as_ref() && f.largest() >= lower.as_ref()
+            f.smallest() < upper.as_ref() && !f.ends_before(&lower)
         };
         for file in version.levels[0].iter().filter(in_range) {
             children.push(Box::new(file.iter(0)?));

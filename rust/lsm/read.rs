@@ -73,7 +73,7 @@ async fn resolve_in_files(
     snapshot: SeqNo,
     resolver: &mut VersionResolver,
 ) -> Result<()> {
-    let level0 = version.levels[0].iter().filter(|f| f.smallest() <= key && key <= f.largest());
+    let level0 = version.levels[0].iter().filter(|f| f.contains(key));
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     for file in level0.chain(deeper) {
         // `get` consults the file's bloom filter first.

@@ -6,6 +6,13 @@
 //! way SlateDB projects an SST to a key range. Reads, scans and compactions see only the bounds,
 //! so the first compaction that touches such a file drops the rest.
 //!
+//! The bounds come from the key-group range alone: a restore reads no SST, not even one that
+//! straddles a boundary, so its cost follows the number of files, not their size. (Narrowing the
+//! bounds to the keys the file holds would cost its footer and index, plus block reads, per
+//! straddling file; even from the top-level index alone it would be a request per file.) The
+//! price is bounds wider than the keys, with an exclusive end (`version::Bounds`), and a file
+//! that may hold no visible key until compaction drops it.
+//!
 //! Why bounds and not range deletions: several checkpoints are combined into one tree, and a
 //! range deletion would apply to every source's keys, including the ones another source owns.
 //! Bounds belong to a file, so sources never see each other's keys. Two facts make it work:
@@ -20,17 +27,15 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 
-use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db::Db;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
-use crate::lsm::sst::Table;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData, read_latest_manifest};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
 
-/// Files copied or opened at once during a restore.
+/// Files placed at once during a restore.
 const CONCURRENCY: usize = 8;
 
 /// An inclusive range of Flink key groups.
@@ -90,12 +95,10 @@ pub struct KeyGroupLayout {
     pub prefix_bytes: usize,
 }
 
-/// A file of a source going into the new database.
+/// A file of a source going into the new database, its bounds already clipped.
 struct Planned {
     record: FileRecord,
     source: (StorageRef, String),
-    /// Key range [start, end) the file must be clipped to, when it may hold keys outside it.
-    clip: Option<(Bytes, Bytes)>,
 }
 
 /// Builds a database at `storage` (which must hold none) from `sources`, keeping `layout.range`,
@@ -150,7 +153,7 @@ pub fn restore(
     let session = random_session()?;
     let holders: HashMap<String, StorageRef> =
         planned.iter().map(|p| (p.source.0.url().to_string(), p.source.0.clone())).collect();
-    let files = block_on(place_and_clip(&storage, planned, session))?;
+    let files = block_on(place(&storage, planned, session))?;
     let data = ManifestData {
         last_seq,
         next_file_number: files.len() as u64 + 1,
@@ -217,84 +220,66 @@ fn clip_tombstones(
     out
 }
 
-/// Whether and how a file of a source goes into the new database.
+/// Whether a file of a source goes into the new database, and with which bounds: those it had,
+/// cut to the key range of `visible` in its family. No I/O (see the module's comment).
 fn plan_file(
-    record: FileRecord,
+    mut record: FileRecord,
     source: (StorageRef, String),
     visible: KeyGroups,
     layout: &KeyGroupLayout,
 ) -> Result<Option<Planned>> {
-    let (smallest, largest) = record.visible_range();
-    let cf =
-        family_of(&smallest).filter(|&cf| family_of(&largest) == Some(cf)).ok_or_else(|| {
-            Error::corruption(&record.path, 0, "file spans column families; cannot clip it")
-        })?;
+    let seen = record.visible();
+    // An exclusive end may be the next family's first key (a clip to a family's last key group).
+    let ends_in = |cf: ColumnFamilyId| {
+        family_of(&seen.end) == Some(cf)
+            || seen.end_exclusive && seen.end.as_ref() == cf.wrapping_add(1).to_be_bytes()
+    };
+    let cf = family_of(&seen.smallest).filter(|&cf| ends_in(cf)).ok_or_else(|| {
+        Error::corruption(&record.path, 0, "file spans column families; cannot clip it")
+    })?;
     let (start, end) = visible.key_range(cf, layout.prefix_bytes);
-    if largest < start || smallest >= end {
+    let Some(clipped) = seen.clip(&start, &end) else {
         return Ok(None);
+    };
+    if clipped != seen {
+        record.bounds = Some(clipped);
     }
-    let inside = start <= smallest && largest < end;
-    Ok(Some(Planned { record, source, clip: (!inside).then_some((start, end)) }))
+    Ok(Some(Planned { record, source }))
 }
 
-/// Places every planned file, then narrows the bounds of clipped ones to keys they hold (one
-/// index lookup and at most two block reads each); files left with no visible key are not kept.
-/// A checkpoint's file is referenced where it is (external: the checkpoint owns it). Only a file
-/// staged inside the new directory (bytes the JobManager kept, segments of merged files, written
-/// there by the caller, who deletes the staging area afterwards) is moved into the database
-/// under a new name, inside the storage (hard link), and owned.
-async fn place_and_clip(
+/// Places every planned file. A checkpoint's file is referenced where it is (external: the
+/// checkpoint owns it). Only a file staged inside the new directory (bytes the JobManager kept,
+/// segments of merged files, written there by the caller, who deletes the staging area
+/// afterwards) is moved into the database under a new name, inside the storage (hard link), and
+/// owned.
+async fn place(
     storage: &StorageRef,
     planned: Vec<Planned>,
     session: u64,
 ) -> Result<Vec<FileRecord>> {
-    let cache = Arc::new(BlockCache::new(8 << 20));
     let staging = format!("{}/", storage.url());
-    let jobs = planned.into_iter().enumerate().map(|(i, mut file)| {
-        let (storage, cache, staging) = (storage.clone(), cache.clone(), staging.clone());
+    let jobs = planned.into_iter().enumerate().map(|(i, file)| {
+        let (storage, staging) = (storage.clone(), staging.clone());
         async move {
             let number = i as u64 + 1;
-            let (src, src_path) = file.source.clone();
-            let record = &mut file.record;
+            let (src, src_path) = file.source;
+            let mut record = file.record;
             record.number = number;
-            let staged = src.url().starts_with(&staging);
-            let (holder, at) = if staged {
+            if src.url().starts_with(&staging) {
                 let path = format!("{number:012}-{session:016x}.sst");
                 storage.copy_in(src.as_ref(), &src_path, &path).await?;
-                record.path = path.clone();
+                record.path = path;
                 record.owned = true;
                 record.location = None;
-                (storage.clone(), path)
             } else {
                 record.owned = false;
                 record.location = Some(format!("{}/{src_path}", src.url()));
-                (src, src_path)
-            };
-            let Some((start, end)) = file.clip.take() else {
-                return Ok(Some(file.record));
-            };
-            let table = Table::open(holder, at.clone(), record.size, cache).await?;
-            let (smallest, largest) = record.visible_range();
-            let lo = table.first_key_at_or_after(&start.max(smallest)).await?;
-            let hi = table.last_key_before(&end).await?.map(|hi| hi.min(largest));
-            match (lo, hi) {
-                (Some(lo), Some(hi)) if lo <= hi => {
-                    record.bounds = Some((lo, hi));
-                    Ok(Some(file.record))
-                }
-                _ => {
-                    if staged {
-                        storage.delete(&at).await?;
-                    }
-                    Ok(None)
-                }
             }
+            Ok::<_, Error>(record)
         }
     });
     // `buffered`, not `buffer_unordered`: level 0 must keep each source's newest-first order.
-    let files: Vec<Option<FileRecord>> =
-        futures::stream::iter(jobs).buffered(CONCURRENCY).try_collect().await?;
-    Ok(files.into_iter().flatten().collect())
+    futures::stream::iter(jobs).buffered(CONCURRENCY).try_collect().await
 }
 
 /// Level 0 keeps each source's order (sources never share a key); deeper levels are sorted by
@@ -309,10 +294,8 @@ fn order_levels(files: Vec<FileRecord>) -> Result<Vec<FileRecord>> {
         levels[level].push(file);
     }
     for level in levels.iter_mut().skip(1) {
-        level.sort_by_key(|f| f.visible_range().0);
-        if let Some(pair) =
-            level.windows(2).find(|w| w[0].visible_range().1 >= w[1].visible_range().0)
-        {
+        level.sort_by_key(|f| f.visible().smallest);
+        if let Some(pair) = level.windows(2).find(|w| !w[0].visible().precedes(&w[1].visible())) {
             return Err(Error::invalid(format!(
                 "checkpoints overlap in key range ({} and {}): do their key groups overlap?",
                 pair[0].path, pair[1].path

@@ -2,28 +2,27 @@
 //! restored into a database with a narrower key-group range keeps its bytes untouched and only
 //! its visible bounds shrink (see `lsm::restore`).
 
-use bytes::Bytes;
-
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::sst::TableIterator;
+use crate::lsm::version::Bounds;
 
 pub struct FileIterator {
     inner: TableIterator,
-    /// Inclusive user-key bounds; None for a file whose every key is visible.
-    bounds: Option<(Bytes, Bytes)>,
+    /// None for a file whose every key is visible.
+    bounds: Option<Bounds>,
 }
 
 impl FileIterator {
-    pub fn new(inner: TableIterator, bounds: Option<(Bytes, Bytes)>) -> Self {
+    pub fn new(inner: TableIterator, bounds: Option<Bounds>) -> Self {
         FileIterator { inner, bounds }
     }
 }
 
 impl InternalIterator for FileIterator {
     fn valid(&self) -> bool {
-        self.inner.valid() && self.bounds.as_ref().is_none_or(|(_, hi)| self.inner.key() <= hi)
+        self.inner.valid() && self.bounds.as_ref().is_none_or(|b| !b.ends_before(self.inner.key()))
     }
 
     fn key(&self) -> &[u8] {
@@ -48,7 +47,7 @@ impl InternalIterator for FileIterator {
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
         match &self.bounds {
-            Some((lo, _)) if user_key < lo.as_ref() => self.inner.seek(lo),
+            Some(b) if user_key < b.smallest.as_ref() => self.inner.seek(&b.smallest),
             _ => self.inner.seek(user_key),
         }
     }

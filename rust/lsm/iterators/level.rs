@@ -79,7 +79,7 @@ impl InternalIterator for LevelIterator {
     }
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
-        let index = self.files.partition_point(|f| f.largest() < user_key);
+        let index = self.files.partition_point(|f| f.ends_before(user_key));
         self.open(index)?;
         if let Some(it) = self.current.as_mut() {
             it.seek(user_key)?;

@@ -139,11 +139,6 @@ impl Index {
         self.entries[i].handle
     }
 
-    /// User key of the last entry of block `i`.
-    pub(crate) fn last_key(&self, i: usize) -> &[u8] {
-        &self.keys[self.entries[i].key.clone()]
-    }
-
     pub(crate) fn handles(&self) -> impl Iterator<Item = BlockHandle> + '_ {
         self.entries.iter().map(|e| e.handle)
     }

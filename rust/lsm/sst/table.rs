@@ -247,50 +247,6 @@ impl Table {
         Ok(found)
     }
 
-    /// The smallest user key >= `lower` in the table (one block read at most).
-    pub async fn first_key_at_or_after(&self, lower: &[u8]) -> Result<Option<Bytes>> {
-        let Some(at) = self.seek_block(lower, MAX_SEQ).await? else {
-            return Ok(None);
-        };
-        let handle = at.handle();
-        let mut it = BlockIter::new(self.cached_block(handle).await?);
-        it.seek(lower, MAX_SEQ).map_err(|m| self.corruption(handle, m))?;
-        Ok(it.valid().then(|| Bytes::copy_from_slice(it.user_key())))
-    }
-
-    /// The largest user key < `upper` in the table (one block read at most).
-    pub async fn last_key_before(&self, upper: &[u8]) -> Result<Option<Bytes>> {
-        // Keys below `upper` fill the blocks before the first whose last key reaches it, and
-        // maybe the start of that block.
-        let p = self.top.find(upper, MAX_SEQ);
-        if p >= self.top.len() {
-            return Ok(Some(Bytes::copy_from_slice(self.top.last_key(self.top.len() - 1))));
-        }
-        let index = self.index_partition(p).await?;
-        let i = index.find(upper, MAX_SEQ);
-        if i < index.len() {
-            let handle = index.handle(i);
-            let mut it = BlockIter::new(self.cached_block(handle).await?);
-            it.seek_to_first().map_err(|m| self.corruption(handle, m))?;
-            let mut last = None;
-            while it.valid() && it.user_key() < upper {
-                if last.as_deref() != Some(it.user_key()) {
-                    last = Some(Bytes::copy_from_slice(it.user_key()));
-                }
-                it.next().map_err(|m| self.corruption(handle, m))?;
-            }
-            if last.is_some() {
-                return Ok(last);
-            }
-        }
-        let previous = match (i.checked_sub(1), p.checked_sub(1)) {
-            (Some(prev), _) => Some(index.last_key(prev)),
-            (None, Some(prev_partition)) => Some(self.top.last_key(prev_partition)),
-            (None, None) => None,
-        };
-        Ok(previous.map(Bytes::copy_from_slice))
-    }
-
     pub fn iter(self: &Arc<Self>, readahead: usize) -> TableIterator {
         TableIterator::new(Arc::clone(self), readahead)
     }

@@ -696,12 +696,6 @@ fn format1_files_still_open_and_read() {
     }
     // Its whole index and filter live in the cache, not in the reader.
     assert!(cache.index_filter_bytes() > table.memory_size() as u64 * 10);
-    let lo = block_on(table.first_key_at_or_after(&user_key(1001))).unwrap();
-    assert_eq!(lo.as_deref(), Some(&user_key(1002)[..]));
-    let hi = block_on(table.last_key_before(&user_key(1001))).unwrap();
-    assert_eq!(hi.as_deref(), Some(&user_key(1000)[..]));
-    let hi = block_on(table.last_key_before(&user_key(999_999))).unwrap();
-    assert_eq!(hi.as_deref(), Some(&user_key(5998)[..]));
 }
 
 #[test]

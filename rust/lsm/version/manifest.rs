@@ -8,6 +8,9 @@
 //! checkpoint or restored by reference, which the database must never delete; bit 1: a location
 //! follows, the file's URI outside the database's directory) and, after the files, the released
 //! files (see `ManifestData::released`). Format 2 manifests still open: their files read as owned.
+//!
+//! Format 4 added visible bounds with an exclusive end (bounds flag 2, see `version::Bounds`);
+//! format 3 manifests read unchanged.
 
 use std::sync::Arc;
 
@@ -16,16 +19,20 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use crate::lsm::key::SeqNo;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::TableProperties;
-use crate::lsm::version::TableFile;
+use crate::lsm::version::{Bounds, TableFile};
 use crate::storage::{Storage, WriteMode};
 use crate::{Error, Result};
 
 const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
-const FORMAT_VERSION: u32 = 3;
+const FORMAT_VERSION: u32 = 4;
 /// The oldest format `decode` reads (without ownership: every file owned).
 const OLDEST_FORMAT_VERSION: u32 = 2;
 const FLAG_EXTERNAL: u8 = 1;
 const FLAG_LOCATION: u8 = 2;
+const NO_BOUNDS: u8 = 0;
+const BOUNDS_INCLUSIVE: u8 = 1;
+/// Format 4 on.
+const BOUNDS_END_EXCLUSIVE: u8 = 2;
 const PREFIX: &str = "MANIFEST-";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +44,7 @@ pub struct FileRecord {
     pub props: TableProperties,
     pub tombstones_applied_through: SeqNo,
     /// See `TableFile::bounds`.
-    pub bounds: Option<(Bytes, Bytes)>,
+    pub bounds: Option<Bounds>,
     /// Whether the database deletes the file once no version lists it. An external file (handed
     /// over to a checkpoint, or a checkpoint's file restored by reference) belongs to its
     /// checkpoints.
@@ -48,12 +55,11 @@ pub struct FileRecord {
 }
 
 impl FileRecord {
-    /// Smallest and largest user key the database sees of the file (see `TableFile::bounds`).
-    pub fn visible_range(&self) -> (Bytes, Bytes) {
-        match &self.bounds {
-            Some((lo, hi)) => (lo.clone(), hi.clone()),
-            None => (self.props.smallest_key.clone(), self.props.largest_key.clone()),
-        }
+    /// What the database sees of the file (see `TableFile::bounds`): its bounds, or all of it.
+    pub fn visible(&self) -> Bounds {
+        self.bounds.clone().unwrap_or_else(|| {
+            Bounds::inclusive(self.props.smallest_key.clone(), self.props.largest_key.clone())
+        })
     }
 
     /// The record of a live file at `level`.
@@ -167,11 +173,14 @@ pub fn encode(data: &ManifestData) -> Bytes {
         body.put_u64_le(f.props.size);
         body.put_u64_le(f.tombstones_applied_through);
         match &f.bounds {
-            None => body.put_u8(0),
-            Some((lo, hi)) => {
-                body.put_u8(1);
-                put_bytes(&mut body, lo);
-                put_bytes(&mut body, hi);
+            None => body.put_u8(NO_BOUNDS),
+            Some(bounds) => {
+                body.put_u8(match bounds.end_exclusive {
+                    true => BOUNDS_END_EXCLUSIVE,
+                    false => BOUNDS_INCLUSIVE,
+                });
+                put_bytes(&mut body, &bounds.smallest);
+                put_bytes(&mut body, &bounds.end);
             }
         }
         let external = if f.owned { 0 } else { FLAG_EXTERNAL };
@@ -241,8 +250,11 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
         };
         let tombstones_applied_through = r.u64()?;
         let bounds = match r.u8()? {
-            0 => None,
-            1 => Some((r.bytes()?, r.bytes()?)),
+            NO_BOUNDS => None,
+            BOUNDS_INCLUSIVE => Some(Bounds::inclusive(r.bytes()?, r.bytes()?)),
+            BOUNDS_END_EXCLUSIVE if version >= 4 => {
+                Some(Bounds { smallest: r.bytes()?, end: r.bytes()?, end_exclusive: true })
+            }
             _ => return Err(bad(12, "bad bounds flag in manifest")),
         };
         let flags = if version == 2 { 0 } else { r.u8()? };
@@ -329,6 +341,27 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
+    fn file(number: u64, bounds: Bounds) -> FileRecord {
+        FileRecord {
+            level: 1,
+            number,
+            path: format!("{number:06}-ab.sst"),
+            size: 1234,
+            props: TableProperties {
+                smallest_key: "k1".into(),
+                largest_key: "k9".into(),
+                min_seq: 1,
+                max_seq: 40,
+                entries: 10,
+                size: 1234,
+            },
+            tombstones_applied_through: 9,
+            bounds: Some(bounds),
+            owned: false,
+            location: Some(format!("file:///checkpoints/shared/{number}.sst")),
+        }
+    }
+
     fn sample() -> ManifestData {
         ManifestData {
             last_seq: 42,
@@ -339,23 +372,10 @@ mod tests {
                 end: "b".into(),
                 seq: 9,
             }])),
-            files: vec![FileRecord {
-                level: 1,
-                number: 5,
-                path: "000005-ab.sst".into(),
-                size: 1234,
-                props: TableProperties {
-                    smallest_key: "k1".into(),
-                    largest_key: "k9".into(),
-                    min_seq: 1,
-                    max_seq: 40,
-                    entries: 10,
-                    size: 1234,
-                },
-                tombstones_applied_through: 9,
-                bounds: Some(("k2".into(), "k8".into())),
-                owned: false,
-                location: Some("file:///checkpoints/shared/5.sst".into()),
+            files: vec![file(5, Bounds::inclusive("k2".into(), "k8".into())), {
+                let clipped =
+                    Bounds { smallest: "k2".into(), end: "k3".into(), end_exclusive: true };
+                file(6, clipped)
             }],
             released: vec!["000003-ab.sst".into()],
         }
@@ -425,6 +445,44 @@ mod tests {
         assert!(data.files[0].owned);
         assert_eq!(data.files[0].path, "000005-ab.sst");
         assert!(data.released.is_empty());
+    }
+
+    /// A format 3 manifest (before exclusive ends) opens with its bounds inclusive, as written;
+    /// an exclusive end, which format 3 did not have, is corruption there.
+    #[test]
+    fn format_3_manifests_read_with_inclusive_bounds_only() {
+        let manifest = |bounds_flag: u8| {
+            let mut body = BytesMut::new();
+            body.put_u64_le(42); // last sequence number
+            body.put_u64_le(7); // next file number
+            body.put_u32_le(0); // column families
+            body.put_u32_le(0); // tombstones
+            body.put_u32_le(1); // files
+            body.put_u8(1); // level
+            body.put_u64_le(5);
+            put_bytes(&mut body, b"000005-ab.sst");
+            body.put_u64_le(1234);
+            put_bytes(&mut body, b"k1");
+            put_bytes(&mut body, b"k9");
+            for value in [1u64, 40, 10, 1234, 9] {
+                body.put_u64_le(value); // min seq, max seq, entries, size, tombstones applied
+            }
+            body.put_u8(bounds_flag);
+            put_bytes(&mut body, b"k2");
+            put_bytes(&mut body, b"k8");
+            body.put_u8(FLAG_EXTERNAL);
+            body.put_u32_le(0); // released
+            let mut bytes = BytesMut::new();
+            bytes.put_u64_le(MAGIC);
+            bytes.put_u32_le(3);
+            bytes.put_slice(&body);
+            bytes.put_u32_le(crc32c::crc32c(&body));
+            bytes.freeze()
+        };
+        let data = decode("m", manifest(BOUNDS_INCLUSIVE)).unwrap();
+        assert_eq!(data.files[0].bounds, Some(Bounds::inclusive("k2".into(), "k8".into())));
+        assert!(!data.files[0].owned);
+        assert!(decode("m", manifest(BOUNDS_END_EXCLUSIVE)).is_err());
     }
 
     #[test]

@@ -4,15 +4,15 @@
 //! is out of every version and its last Arc drops, and only if the database owns it: a file
 //! handed over to a checkpoint is external from then on, its new owner deletes it.
 
+mod bounds;
 pub mod manifest;
 mod obsolete;
 
+pub use bounds::Bounds;
 pub use obsolete::{ObsoleteFiles, delete_orphans};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use bytes::Bytes;
 
 use crate::Result;
 use crate::lsm::cache::BlockCache;
@@ -43,10 +43,9 @@ pub struct TableFile {
     /// Every range tombstone with a sequence number up to this was applied when the file was
     /// written: the file holds no entry such a tombstone covers.
     pub tombstones_applied_through: SeqNo,
-    /// Inclusive user-key bounds of what this database sees of the file, when that is less than
-    /// the whole file (a restore clipped it to a narrower key-group range). Both are keys the
-    /// file holds, so every range check below works unchanged.
-    pub bounds: Option<(Bytes, Bytes)>,
+    /// What this database sees of the file, when that is less than the whole file (a restore
+    /// clipped it to a narrower key-group range); may be wider than the keys it lets through.
+    pub bounds: Option<Bounds>,
     obsolete: AtomicBool,
     /// False once the file was handed over (see `manifest::FileRecord::owned`).
     owned: AtomicBool,
@@ -131,8 +130,8 @@ impl TableFile {
             .await
     }
 
-    /// Limits what the database sees of the file to [smallest, largest] (keys it holds).
-    pub fn with_bounds(mut self, bounds: Option<(Bytes, Bytes)>) -> Self {
+    /// Limits what the database sees of the file to `bounds`.
+    pub fn with_bounds(mut self, bounds: Option<Bounds>) -> Self {
         self.bounds = bounds;
         self
     }
@@ -166,16 +165,33 @@ impl TableFile {
         &self.props
     }
 
+    /// No visible key is smaller.
     pub fn smallest(&self) -> &[u8] {
-        self.bounds.as_ref().map_or(&self.props().smallest_key, |(lo, _)| lo)
+        self.bounds.as_ref().map_or(&self.props().smallest_key, |b| &b.smallest)
     }
 
+    /// No visible key is larger: the largest one, or the exclusive end of the bounds. Exact checks
+    /// use `ends_before` or `contains`; this serves inclusive ranges that may err wide (overlap
+    /// for compaction picking, tombstones over the file).
     pub fn largest(&self) -> &[u8] {
-        self.bounds.as_ref().map_or(&self.props().largest_key, |(_, hi)| hi)
+        self.bounds.as_ref().map_or(&self.props().largest_key, |b| &b.end)
+    }
+
+    /// Whether every visible key lies below `key`.
+    pub fn ends_before(&self, key: &[u8]) -> bool {
+        match &self.bounds {
+            Some(bounds) => bounds.ends_before(key),
+            None => self.props().largest_key.as_ref() < key,
+        }
+    }
+
+    /// Whether `key` is inside what the database sees of the file.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.smallest() <= key && !self.ends_before(key)
     }
 
     pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        self.smallest() <= largest && smallest <= self.largest()
+        self.smallest() <= largest && !self.ends_before(smallest)
     }
 
     /// Called once a new manifest no longer lists the file: it is deleted when its last user
@@ -251,7 +267,7 @@ impl Version {
     /// The file of sorted level `level` (>= 1) whose range holds `key`.
     pub fn file_for_key(&self, level: usize, key: &[u8]) -> Option<&Arc<TableFile>> {
         let files = &self.levels[level];
-        let i = files.partition_point(|f| f.largest() < key);
+        let i = files.partition_point(|f| f.ends_before(key));
         files.get(i).filter(|f| f.smallest() <= key)
     }
 
