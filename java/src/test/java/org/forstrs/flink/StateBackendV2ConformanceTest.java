@@ -1,6 +1,7 @@
 package org.forstrs.flink;
 
 import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.v2.ValueState;
 import org.apache.flink.api.common.state.v2.ValueStateDescriptor;
@@ -18,7 +19,6 @@ import org.apache.flink.runtime.asyncprocessing.StateExecutionController;
 import org.apache.flink.runtime.asyncprocessing.declare.DeclarationManager;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.SavepointType;
-import org.apache.flink.runtime.mailbox.SyncMailboxExecutor;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.AsyncKeyedStateBackend;
 import org.apache.flink.runtime.state.CheckpointStorage;
@@ -42,6 +42,9 @@ import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
 import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.runtime.state.v2.StateBackendTestV2Base;
+import org.apache.flink.streaming.runtime.tasks.StreamTaskActionExecutor;
+import org.apache.flink.streaming.runtime.tasks.mailbox.MailboxExecutorImpl;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailboxImpl;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameter;
 import org.apache.flink.testutils.junit.extensions.parameterized.ParameterizedTestExtension;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameters;
@@ -438,9 +441,17 @@ class StateBackendV2ConformanceTest extends StateBackendTestV2Base<ForStStateBac
             this.backend = backend;
             AsyncFutureImpl.AsyncFrameworkExceptionHandler handler =
                     (message, exception) -> failures.accept(exception);
+            // Callbacks run on this (the test's) thread, as on a task's mailbox thread: the
+            // controller's buffers are not thread-safe, and a callback issuing a request from
+            // the backend's executor thread raced the test thread's drain.
+            MailboxExecutor mailbox =
+                    new MailboxExecutorImpl(
+                            new TaskMailboxImpl(Thread.currentThread()),
+                            0,
+                            StreamTaskActionExecutor.IMMEDIATE);
             this.controller =
                     new StateExecutionController<>(
-                            new SyncMailboxExecutor(),
+                            mailbox,
                             handler,
                             backend.createStateExecutor(),
                             new DeclarationManager(),
