@@ -137,6 +137,25 @@ class DbDirectoryTest {
         assertThat(next).exists();
     }
 
+    /** The same on a store the engine serves (s3, memory): listed and deleted natively. */
+    @Test
+    void theNextAttemptCollectsADeadAttemptOnAnObjectStore() throws Exception {
+        String operator = "memory://db-directory-test/" + JOB + "/op_y";
+        String dead = operator + "/subtask_0_attempt_0";
+        try (NativeDb db = NativeDb.open(dead, NO_OPTIONS)) {
+            put(db, db.createColumnFamily("s"), 1);
+            db.compact();
+        }
+        long lock = ForStNative.fileCreate(dead, NO_OPTIONS, "LOCK"); // the killed writer's claim
+        ForStNative.fileFinish(lock);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS))
+                .containsExactly("subtask_0_attempt_0");
+        assertThat(ForStNative.listChildren(dead, NO_OPTIONS)).contains("LOCK");
+
+        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
+    }
+
     private static void put(NativeDb db, int cf, int value) {
         ByteBuffer key = ByteBuffer.allocateDirect(1).put(0, (byte) 7);
         ByteBuffer bytes = ByteBuffer.allocateDirect(4).putInt(0, value);
