@@ -101,18 +101,20 @@ public final class DbDirectory {
      * directory removed by {@link #prepare}. The current attempt's directory is not touched.
      */
     static void collectOtherAttempts(String uri, String[] nativeOptions) throws IOException {
-        Path db = new Path(uri);
-        Matcher own = ATTEMPT_DIR.matcher(db.getName());
-        Path operatorDir = db.getParent();
-        if (!own.matches() || operatorDir == null) {
+        // The URI as given, not as Flink's Path prints it ("scheme:/path"), which the engine
+        // reads only for file://.
+        int slash = uri.lastIndexOf('/');
+        Matcher own = ATTEMPT_DIR.matcher(uri.substring(slash + 1));
+        if (!own.matches() || slash <= 0) {
             return;
         }
-        for (String name : children(operatorDir.toString(), nativeOptions)) {
+        String operatorDir = uri.substring(0, slash);
+        for (String name : children(operatorDir, nativeOptions)) {
             Matcher other = ATTEMPT_DIR.matcher(name);
             if (other.matches()
                     && other.group(1).equals(own.group(1))
                     && !other.group(2).equals(own.group(2))) {
-                String dead = new Path(operatorDir, name).toString();
+                String dead = operatorDir + "/" + name;
                 LOG.info("Collecting {}, left by an earlier attempt of the subtask", dead);
                 delete(dead, nativeOptions, false);
             }
