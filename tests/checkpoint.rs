@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use forst::lsm::{
-    Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource,
+    Checkpoint, ColumnFamily, Db, DbOptions, KeyGroupLayout, KeyGroups, Leave, RestoreSource,
     delete_database, restore,
 };
 use forst::storage::{
@@ -202,7 +202,7 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
 
     // Deleting the database deletes what it owns only; a database opened there later keeps
     // protecting the files it gave away.
-    let kept = block_on(delete_database(local(&db_dir).as_ref())).unwrap();
+    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase)).unwrap();
     assert_eq!(kept, handed_over.len());
     assert_eq!(ssts_in(&db_dir), handed_over, "after deleting the database");
     let fresh = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
@@ -221,6 +221,65 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
         restore(local(&restored_dir), vec![source], layout(0, KEY_GROUPS - 1), restore_options())
             .unwrap();
     assert_matches(&restored, &model_at_checkpoint, groups);
+}
+
+/// Every file under `dir`, relative to it.
+fn files_in(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect()
+}
+
+/// The directory of a writer that died (its task manager killed: `LOCK` still held, SSTs the
+/// manifest does not list) is collected for good: everything the database owned goes, the files
+/// it handed over to a checkpoint stay, and no manifest is left, so once the checkpoint's owner
+/// deleted those the directory holds nothing. A database opened there later (a reused attempt
+/// directory) still does not take the kept files for orphans.
+#[test]
+fn a_dead_writers_directory_keeps_only_what_it_handed_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = tmp.path().join("subtask_0_attempt_0");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let db = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    let mut writer = Writer::new(db, KeyGroups::new(0, KEY_GROUPS - 1), 5);
+    (0..4000).for_each(|_| writer.step());
+    let mut checkpoint = writer.db.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let names: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    checkpoint.hand_over(&names).unwrap();
+    drop(checkpoint);
+    let handed_over: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    (0..4000).for_each(|_| writer.step());
+    writer.db.compact_all().unwrap();
+    let owned = live_files(&writer.db);
+    assert!(owned.is_disjoint(&handed_over) && !owned.is_empty());
+    writer.db.close().unwrap();
+    // What a SIGKILL leaves besides the manifest: the claim and a file no manifest lists.
+    std::fs::write(db_dir.join("LOCK"), b"0123456789abcdef").unwrap();
+    std::fs::write(db_dir.join("000999999-dead.sst"), b"flushed, manifest never written").unwrap();
+
+    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap();
+    assert_eq!(kept, handed_over.len());
+    assert_eq!(files_in(&db_dir), handed_over, "only the handed-over files stay");
+
+    // Collected again (a later attempt), nothing changes while the checkpoint needs them ...
+    let again = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap();
+    assert_eq!(again, handed_over.len());
+    assert_eq!(files_in(&db_dir), handed_over);
+    // ... and a database reopened there protects them.
+    let reused = block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase)).unwrap();
+    assert_eq!(reused, handed_over.len());
+    let fresh = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    fresh.close().unwrap();
+    assert_eq!(ssts_in(&db_dir), handed_over, "a database opened there took them for orphans");
+
+    // The JobManager deletes all but one as checkpoints are subsumed, then the last one.
+    let mut remaining: Vec<&String> = handed_over.iter().collect();
+    let last = remaining.pop().unwrap();
+    remaining.iter().for_each(|name| std::fs::remove_file(db_dir.join(name)).unwrap());
+    assert_eq!(block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap(), 1);
+    assert_eq!(files_in(&db_dir), [last.clone()].into_iter().collect());
+    std::fs::remove_file(db_dir.join(last)).unwrap();
+    assert_eq!(block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap(), 0);
+    assert!(files_in(&db_dir).is_empty(), "nothing is left: {:?}", files_in(&db_dir));
 }
 
 #[test]

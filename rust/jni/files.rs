@@ -7,8 +7,8 @@
 use std::sync::Mutex;
 
 use ::jni::JNIEnv;
-use ::jni::objects::{JByteBuffer, JClass, JObjectArray, JString};
-use ::jni::sys::{jboolean, jint, jlong};
+use ::jni::objects::{JByteBuffer, JClass, JObject, JObjectArray, JString};
+use ::jni::sys::{jboolean, jint, jlong, jobjectArray};
 use bytes::Bytes;
 
 use super::buffers::DirectBuffer;
@@ -16,8 +16,8 @@ use super::guard::{Failure, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
-use crate::lsm::delete_database;
-use crate::storage::{FileWriter, block_on, delete_tree, open_storage};
+use crate::lsm::{Leave, delete_database};
+use crate::storage::{FileWriter, block_on, delete_tree, list_children, open_storage};
 
 /// A file being written; `None` once finished or aborted.
 pub struct FileWriterHandle {
@@ -144,23 +144,48 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
     })
 }
 
-/// `static native int deleteDatabase(String dirUri, String[] options)`: deletes the files of the
-/// closed database at `dirUri` that it owns, keeping those it handed over to checkpoints (see
-/// `lsm::delete_database`). Returns how many it kept.
+/// `static native int deleteDatabase(String dirUri, String[] options, boolean reopened)`: deletes
+/// the files of the closed or dead database at `dirUri` that it owns, keeping those it handed over
+/// to checkpoints; `reopened`: a database opens there next, so an empty one that protects the kept
+/// files is left, otherwise nothing of the database (see `lsm::delete_database`). Returns how
+/// many files it kept.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDatabase<'l>(
     mut env: JNIEnv<'l>,
     _class: JClass<'l>,
     dir_uri: JString<'l>,
     options: JObjectArray<'l>,
+    reopened: jboolean,
 ) -> jint {
     guard(&mut env, |env| {
         let dir_uri = string(env, &dir_uri, "dirUri")?;
         let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
         let storage = open_storage(&dir_uri, &storage_options)?;
-        let kept = block_on(delete_database(storage.as_ref()))?;
+        let leave = if reopened != 0 { Leave::EmptyDatabase } else { Leave::Nothing };
+        let kept = block_on(delete_database(storage.as_ref(), leave))?;
         Ok(jint::try_from(kept).unwrap_or(jint::MAX))
     })
+}
+
+/// `static native String[] listChildren(String dirUri, String[] options)`: the names directly
+/// under `dirUri` when the native side serves its scheme (see `storage::list_children`); null,
+/// touching nothing, when Flink's FileSystem serves it (then the caller lists through that).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_listChildren<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    dir_uri: JString<'l>,
+    options: JObjectArray<'l>,
+) -> jobjectArray {
+    guard(&mut env, |env| {
+        let dir_uri = string(env, &dir_uri, "dirUri")?;
+        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        match list_children(&dir_uri, &storage_options)? {
+            Some(names) => Ok(options::string_array(env, &names)?),
+            None => Ok(JObjectArray::from(JObject::null())),
+        }
+    })
+    .into_raw()
 }
 
 /// `static native boolean deleteDirectory(String dirUri, String[] options)`: deletes `dirUri` and

@@ -1,6 +1,6 @@
-//! Deleting a closed database: only what it owns. Files it handed over to checkpoints (external
-//! in its manifest, or released) belong to those checkpoints and stay where they are; their owner
-//! (Flink's SharedStateRegistry) deletes them when no checkpoint needs them any more.
+//! Deleting a closed (or dead) database: only what it owns. Files it handed over to checkpoints
+//! (external in its manifest, or released) belong to those checkpoints and stay where they are;
+//! their owner (Flink's SharedStateRegistry) deletes them when no checkpoint needs them any more.
 
 use std::collections::HashSet;
 
@@ -10,39 +10,72 @@ use crate::lsm::version::manifest::{
 use crate::storage::Storage;
 use crate::{ErrorKind, Result};
 
-/// Deletes every file of the (closed) database in `storage` except the ones it gave away.
-/// If it kept some, the directory is left holding an empty database whose manifest lists them
-/// as released, so that a database opened or restored there later does not collect them as
-/// orphans; the old manifests go last, so a deletion cut short and run again still knows what
-/// to keep. Returns how many files were kept (0: the directory is empty now).
-pub async fn delete_database(storage: &dyn Storage) -> Result<usize> {
-    let (number, data) = match read_latest_manifest(storage).await {
+/// What a deletion leaves in the directory besides the files it keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leave {
+    /// Nothing of the database (no manifest, no `LOCK`): the directory is never opened again, so
+    /// once the checkpoints' owner deleted the kept files it is empty.
+    Nothing,
+    /// An empty database whose manifest lists the kept files as released, so that a database
+    /// opened or restored there next does not collect them as orphans.
+    EmptyDatabase,
+}
+
+/// Deletes every file of the database in `storage` except the ones it gave away and that are
+/// still there, and whatever `leave` says. A directory without a manifest (a database deleted
+/// with `Leave::Nothing`) keeps its SSTs: nothing says they are the database's own. Ignores the
+/// writer's `LOCK` (the caller knows the writer is gone: closed, or its task manager dead) and
+/// deletes it. Manifests go last, the newest after the older ones, so a deletion cut short and
+/// run again still knows what to keep. Returns how many files were kept (0: no file is left).
+pub async fn delete_database(storage: &dyn Storage, leave: Leave) -> Result<usize> {
+    let files = match storage.list("").await {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-        found => found?.unwrap_or_default(),
+        listed => listed?,
     };
-    let kept: Vec<String> = data
-        .files
-        .iter()
-        .filter(|f| !f.owned && f.location.is_none())
-        .map(|f| f.path.clone())
-        .chain(data.released.iter().cloned())
-        .collect();
+    let present: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let latest = match read_latest_manifest(storage).await {
+        // listed but gone since, or a name that only looks like a manifest's
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        found => found?,
+    };
+    let given_away: Vec<String> = match &latest {
+        Some((_, data)) => data
+            .files
+            .iter()
+            .filter(|f| !f.owned && f.location.is_none())
+            .map(|f| f.path.clone())
+            .chain(data.released.iter().cloned())
+            .collect(),
+        None => present
+            .iter()
+            .filter(|p| p.ends_with(".sst") && !p.contains('/'))
+            .map(|p| p.to_string())
+            .collect(),
+    };
+    let kept: Vec<String> =
+        given_away.into_iter().filter(|name| present.contains(name.as_str())).collect();
     let keep: HashSet<&str> = kept.iter().map(String::as_str).collect();
-    for file in storage.list("").await? {
+    for file in &files {
         if !is_manifest(&file.path) && !keep.contains(file.path.as_str()) {
             storage.delete(&file.path).await?;
         }
     }
-    if !kept.is_empty() {
+    let (number, last_seq, next_file_number) = match &latest {
+        Some((number, data)) => (*number, data.last_seq, data.next_file_number),
+        None => (0, 0, 1),
+    };
+    if leave == Leave::EmptyDatabase && !kept.is_empty() {
         let empty = ManifestData {
-            last_seq: data.last_seq,
-            next_file_number: data.next_file_number,
+            last_seq,
+            next_file_number,
             released: kept.clone(),
             ..Default::default()
         };
         write_manifest(storage, number + 1, &empty).await?;
+        delete_manifests_before(storage, number + 1).await?;
+    } else if latest.is_some() {
+        delete_manifests_before(storage, number).await?;
+        delete_manifests_before(storage, number + 1).await?;
     }
-    let keep_from = if kept.is_empty() { u64::MAX } else { number + 1 };
-    delete_manifests_before(storage, keep_from).await?;
     Ok(kept.len())
 }

@@ -31,7 +31,8 @@ pub use latency::{Latency, LatencyStats, LatencyStorage};
 pub use local::LocalStorage;
 pub use metered::{IoCounters, IoStats, MeteredStorage};
 pub use open::{
-    LocalBackend, StorageOptions, delete_tree, drop_memory_store, open_db_storage, open_storage,
+    LocalBackend, StorageOptions, delete_tree, drop_memory_store, list_children, open_db_storage,
+    open_storage,
 };
 pub use retrying::{RetryPolicy, RetryingStorage};
 pub use runtime::{block_on, io_runtime};

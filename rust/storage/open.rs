@@ -168,6 +168,25 @@ pub fn delete_tree(url: &str, options: &StorageOptions) -> Result<Option<u64>> {
     }
 }
 
+/// The names directly under the directory `url` (files, and directories that hold files) through
+/// the native store, if [`open_storage`] serves `url` natively; `None` if Flink's FileSystem
+/// serves it, which lists directories (empty ones too) itself.
+pub fn list_children(url: &str, options: &StorageOptions) -> Result<Option<Vec<String>>> {
+    match route(url, options)? {
+        Route::Native(url) => {
+            let files = block_on(open_native(&url, options)?.list(""))?;
+            let mut names: Vec<String> = files
+                .into_iter()
+                .map(|f| f.path.split('/').next().unwrap_or_default().to_string())
+                .collect();
+            names.sort();
+            names.dedup();
+            Ok(Some(names))
+        }
+        Route::Proxy(_) => Ok(None),
+    }
+}
+
 /// Who serves a url, with the url in the form that one takes.
 enum Route {
     Native(String),

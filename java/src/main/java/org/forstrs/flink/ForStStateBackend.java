@@ -15,7 +15,6 @@ import org.apache.flink.runtime.state.CheckpointStorageAccess;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
-import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageAccess;
 
 import org.forstrs.flink.async.ForStKeyedStateBackend;
@@ -254,16 +253,22 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         }
     }
 
-    /** {@code <primary-dir>/<job>/op_<operator>/<subtask>_attempt_<n>} as a URI string. */
+    /**
+     * {@code <primary-dir>/<job>/op_<operator>/subtask_<i>_attempt_<n>} as a URI string; with
+     * {@code primary-dir: checkpoint-dir}, {@code <checkpoints>/<job>/shared/op_<operator>/
+     * subtask_<i>_attempt_<n>}.
+     */
     String dbUri(Environment env, JobID jobId, String operatorIdentifier) {
         return dbUri(env, jobId, operatorIdentifier, primaryBase(env));
     }
 
     /**
      * The primary directory as a URI string, or null for the local directory. {@code
-     * checkpoint-dir} is the job's task-owned checkpoint directory (Flink's ForSt uses the shared
-     * one, whose files Flink deletes as checkpoints are subsumed: see {@link
-     * WorkingDirPlacement}), or the local directory when checkpoints are not on a file system.
+     * checkpoint-dir} is the job's shared checkpoint directory, as in Flink's ForSt: the DB's
+     * working files are the checkpoint's files (handed over, see {@link
+     * org.forstrs.flink.snapshot.FileHandOver}), and the JobManager deletes only files that
+     * checkpoints handed to it and no longer need. It is the local directory when checkpoints are
+     * not on a file system.
      */
     private String primaryBase(Environment env) {
         if (!config.isPrimaryOnCheckpointDir()) {
@@ -278,23 +283,29 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                     ForStOptions.PRIMARY_DIR_CHECKPOINT);
             return null;
         }
-        Path taskOwned =
-                new Path(
-                        ((FsCheckpointStorageAccess) storage).getCheckpointsDirectory(),
-                        AbstractFsCheckpointStorageAccess.CHECKPOINT_TASK_OWNED_STATE_DIR);
         return ForStBackendConfig.normalizeDir(
-                ForStOptions.PRIMARY_DIR.key(), taskOwned.toString());
+                ForStOptions.PRIMARY_DIR.key(),
+                ((FsCheckpointStorageAccess) storage).getSharedStateDirectory().toString());
     }
 
-    /** As {@link #dbUri(Environment, JobID, String)} under {@code base} (null: local dir). */
+    /**
+     * As {@link #dbUri(Environment, JobID, String)} under {@code base} (null: local dir). The
+     * shared checkpoint directory already is the job's, so it holds operator directories
+     * directly. The subtask index is in the name although Flink's operator identifier holds it
+     * too (as {@code (i/p)}): attempt directories are collected by subtask ({@link
+     * org.forstrs.flink.state.DbDirectory}) whatever the identifier looks like.
+     */
     private String dbUri(Environment env, JobID jobId, String operatorIdentifier, String base) {
+        String jobBase;
         if (base == null) {
-            base = "file://" + chooseLocalDir(env).getAbsolutePath() + "/forst-rs";
+            jobBase = "file://" + chooseLocalDir(env).getAbsolutePath() + "/forst-rs/" + jobId;
+        } else if (config.isPrimaryOnCheckpointDir()) {
+            jobBase = base;
+        } else {
+            jobBase = base + "/" + jobId;
         }
         String operator = operatorIdentifier.replaceAll("[^a-zA-Z0-9\\-]", "_");
-        return base
-                + "/"
-                + jobId
+        return jobBase
                 + "/op_"
                 + operator
                 + "/subtask_"

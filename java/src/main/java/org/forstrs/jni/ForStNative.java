@@ -289,15 +289,27 @@ public final class ForStNative {
     public static native void fileDelete(String dirUri, String[] options, String name);
 
     /**
-     * Deletes the files of the closed DB at {@code dirUri} that the DB owns, through the native
-     * side (any scheme the engine reaches). Files it handed over to checkpoints stay, under an
-     * empty DB that keeps protecting them from orphan collection; their checkpoints' owner (Flink's
-     * SharedStateRegistry) deletes them.
+     * Deletes the files of the closed (or dead) DB at {@code dirUri} that the DB owns, its {@code
+     * LOCK} included, through the native side (any scheme the engine reaches). Files it handed
+     * over to checkpoints stay; their checkpoints' owner (Flink's SharedStateRegistry) deletes
+     * them. A directory without a manifest keeps its SSTs (nothing says they are the DB's).
      *
      * @param options as for {@link #open} (only the storage keys matter)
+     * @param reopened a DB opens at {@code dirUri} next: the kept files stay under an empty DB
+     *     that protects them from its orphan collection; otherwise nothing of the DB stays
      * @return how many files were kept (0: nothing is left but, maybe, empty directories)
      */
-    public static native int deleteDatabase(String dirUri, String[] options);
+    public static native int deleteDatabase(String dirUri, String[] options, boolean reopened);
+
+    /**
+     * The names directly under the directory {@code dirUri} (files, and directories holding
+     * files) through the native store, if the native side serves its scheme ({@code s3}, {@code
+     * memory}, {@code file}, unless {@code fs.force-proxy}).
+     *
+     * @param options as for {@link #open} (only the storage keys matter)
+     * @return null if Flink's FileSystem serves the scheme
+     */
+    public static native String[] listChildren(String dirUri, String[] options);
 
     /**
      * Deletes the directory {@code dirUri} with everything under it through the native store, if

@@ -15,7 +15,9 @@ import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.URI;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -83,6 +85,30 @@ final class CheckpointFiles {
                     .map(p -> p.toAbsolutePath().normalize())
                     .collect(Collectors.toSet());
         }
+    }
+
+    /**
+     * Every directory under {@code <jobDir>/shared} (not itself) that holds nothing. Throws
+     * {@link UncheckedIOException} if a directory vanished while it was walked (ask again).
+     */
+    static Set<Path> emptySharedDirectories(Path jobDir) throws IOException {
+        Path shared = jobDir.resolve("shared");
+        if (!Files.isDirectory(shared)) {
+            return Set.of();
+        }
+        Set<Path> empty = new HashSet<>();
+        try (Stream<Path> dirs = Files.walk(shared)) {
+            for (Path dir : dirs.filter(Files::isDirectory).collect(Collectors.toList())) {
+                try (Stream<Path> entries = Files.list(dir)) {
+                    if (!dir.equals(shared) && entries.findAny().isEmpty()) {
+                        empty.add(dir.toAbsolutePath().normalize());
+                    }
+                } catch (NoSuchFileException e) {
+                    // removed since the walk saw it
+                }
+            }
+        }
+        return empty;
     }
 
     /** The SST files the checkpoint's ForSt-RS keyed state handles reference. */

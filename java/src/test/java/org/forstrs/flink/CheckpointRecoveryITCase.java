@@ -17,6 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -216,6 +217,79 @@ class CheckpointRecoveryITCase {
             Thread.sleep(100);
         }
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
+    }
+
+    /**
+     * With {@code primary-dir: checkpoint-dir}, after failovers (each attempt's DB in its own
+     * directory under {@code shared}, later attempts restoring by reference from earlier ones'
+     * files and collecting their directories) and a cancellation that retains the latest
+     * checkpoint, the shared directory holds only files the retained checkpoint references: no DB
+     * is left behind (no manifest, LOCK, owned SST, nor an empty directory of any attempt), and
+     * the files of subsumed checkpoints went with their directories. A checkpoint still in flight
+     * at the cancellation may leave the files it took behind (Flink ignores its
+     * acknowledgement once the coordinator shut down): those alone are allowed.
+     */
+    @Test
+    void checkpointDirHoldsOnlyRetainedFilesAfterFailoversAndCancel(@TempDir Path checkpoints)
+            throws Exception {
+        String run = "dir-cleanup-" + UUID.randomUUID();
+        int failingAttempts = 3;
+        Configuration config = CountingJob.config(checkpoints, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        StreamExecutionEnvironment env = environment(config);
+        // Far more input than the test waits for: the job is cancelled while it runs.
+        CountingJob.build(
+                env, run, 100_000_000, KEYS, RECORDS_PER_CHECKPOINT, failingAttempts, 1);
+        CheckpointStatsLog.clear();
+        JobClient job = env.executeAsync("counting with failovers, cancelled, checkpoint-dir");
+        Path jobDir = checkpoints.resolve(job.getJobID().toString());
+
+        Await.until("failovers", () -> FailAfterCheckpoint.failures(run) == failingAttempts, job);
+        long afterFailovers = latestCompletedId(jobDir);
+        // Enough checkpoints of the last attempt that earlier ones were subsumed.
+        Await.until("checkpoints", () -> latestCompletedId(jobDir) >= afterFailovers + 8, job);
+        job.cancel().get();
+        assertThat(Await.terminal(job)).isEqualTo(JobStatus.CANCELED);
+
+        Path retained = CheckpointFiles.latestCompleted(jobDir).orElseThrow();
+        long retainedId = CheckpointFiles.checkpointId(retained);
+        Set<Path> referenced = CheckpointFiles.referencedSstFiles(retained);
+        Path shared = jobDir.resolve("shared").toAbsolutePath().normalize();
+        assertThat(referenced).isNotEmpty().allMatch(p -> p.startsWith(shared));
+        Map<Path, Long> handedOverBy = new HashMap<>();
+        for (CheckpointStats s : CheckpointStatsLog.recent()) {
+            assertThat(s.filesCopied()).as("no SST copied").isZero();
+            s.handedOver().forEach(p -> handedOverBy.put(localPath(p), s.checkpointId()));
+        }
+        // No deadline: what is never deleted hangs the test until the hang guard fails it.
+        while (!dbLeftovers(jobDir, referenced, handedOverBy, retainedId).isEmpty()) {
+            Thread.sleep(100);
+        }
+        assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
+    }
+
+    private static long latestCompletedId(Path jobDir) throws IOException {
+        return CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId).orElse(0L);
+    }
+
+    /**
+     * What the shared directory holds that is not a file of the retained checkpoint or of one in
+     * flight at the cancellation: any other file, and any empty directory. A directory removed
+     * while it is looked at counts as a leftover for this round.
+     */
+    private static Set<Path> dbLeftovers(
+            Path jobDir, Set<Path> referenced, Map<Path, Long> handedOverBy, long retainedId)
+            throws IOException {
+        Set<Path> left = new HashSet<>();
+        try {
+            left.addAll(CheckpointFiles.sharedFiles(jobDir));
+            left.removeAll(referenced);
+            left.removeIf(p -> handedOverBy.getOrDefault(p, Long.MIN_VALUE) > retainedId);
+            left.addAll(CheckpointFiles.emptySharedDirectories(jobDir));
+        } catch (UncheckedIOException e) {
+            left.add(jobDir);
+        }
+        return left;
     }
 
     /** Files in the shared directory that neither the retained nor an in-flight checkpoint owns. */

@@ -41,13 +41,15 @@ public final class ForStOptions {
                                     + " URI or absolute path (file:///dir, /dir, hdfs://nn/dir,"
                                     + " any scheme of a Flink file system), 'local-dir' to keep"
                                     + " them under the local directory, or 'checkpoint-dir'"
-                                    + " (Flink's default) to keep them on the checkpoint"
-                                    + " directory's file system, under its 'taskowned'"
-                                    + " directory (local directory when checkpoints are not on"
+                                    + " (Flink's default) to keep them in the job's 'shared'"
+                                    + " checkpoint directory, where checkpoints take them as"
+                                    + " they are (local directory when checkpoints are not on"
                                     + " a file system). Alias: "
                                     + WORKING_DIR_KEY
                                     + ". Each keyed backend uses"
-                                    + " <primary-dir>/<job id>/<operator>/<subtask attempt>.");
+                                    + " <primary-dir>/<job id>/<operator>/<subtask attempt>"
+                                    + " (<checkpoints>/<job id>/shared/<operator>/<subtask"
+                                    + " attempt>).");
 
     public static final ConfigOption<String> LOCAL_DIRECTORIES =
             ConfigOptions.key(PREFIX + "local-dir")

@@ -8,10 +8,12 @@ import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageAccess;
 import java.net.URI;
 
 /**
- * Keeps a DB's working directory out of the parts of the checkpoint directory that Flink owns:
- * the job's {@code shared} directory (its files are deleted by the JobManager as checkpoints are
- * subsumed) and its {@code chk-<n>} directories (deleted whole with their checkpoint). Anywhere
- * else, including the job's {@code taskowned} directory (FLIP-428's layout), is fine.
+ * Keeps a DB's working directory out of the job's {@code chk-<n>} directories: Flink deletes each
+ * whole, recursively, with its checkpoint. The job's {@code shared} directory is fine (it is where
+ * {@code primary-dir: checkpoint-dir} puts DBs): the JobManager deletes there only the files that
+ * checkpoints handed to it and no longer reference, and a DB hands a file over only once it never
+ * deletes it again (the latest checkpoint references every handed-over file the DB still holds).
+ * Anywhere else, {@code taskowned} included, is fine too.
  */
 public final class WorkingDirPlacement {
 
@@ -32,16 +34,18 @@ public final class WorkingDirPlacement {
             return;
         }
         String first = db.getPath().substring(prefix.length()).split("/", 2)[0];
-        if (first.equals("shared") || first.startsWith("chk-")) {
+        if (first.startsWith("chk-")) {
             throw new IllegalConfigurationException(
                     "The ForSt-RS working directory "
                             + dbUri
                             + " lies inside the checkpoint directory's '"
                             + first
-                            + "', whose files Flink deletes; set"
-                            + " 'state.backend.forst.primary-dir' elsewhere (e.g. outside "
+                            + "', which Flink deletes with its checkpoint; set"
+                            + " 'state.backend.forst.primary-dir' elsewhere (e.g. '"
+                            + ForStOptions.PRIMARY_DIR_CHECKPOINT
+                            + "', or outside "
                             + fs.getCheckpointsDirectory()
-                            + ", or under its 'taskowned' directory)");
+                            + ")");
         }
     }
 

@@ -14,8 +14,8 @@ import java.util.List;
  *     JobManager keeps the handle's id
  * @param filesReused SST files referenced from an earlier confirmed checkpoint
  * @param bytesCopied total size of the copied SST files
- * @param filesHandedOver new SST files the checkpoint took where they are, in the DB directory
- *     (no byte moved; the DB never deletes them again)
+ * @param handedOver new SST files the checkpoint took where they are, in the DB directory (no
+ *     byte moved; the DB never deletes them again), as Flink paths
  */
 public record CheckpointStats(
         long checkpointId,
@@ -25,10 +25,15 @@ public record CheckpointStats(
         List<String> copiedTo,
         int filesReused,
         long bytesCopied,
-        int filesHandedOver) {
+        List<String> handedOver) {
 
     /** SST files copied for this checkpoint. */
     public int filesCopied() {
         return copiedTo.size();
+    }
+
+    /** New SST files the checkpoint took where they are. */
+    public int filesHandedOver() {
+        return handedOver.size();
     }
 }

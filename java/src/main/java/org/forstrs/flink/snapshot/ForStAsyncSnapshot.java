@@ -156,6 +156,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             long bytesCopied = newBytes;
             Path target = inStorageTarget(streamFactory, scope);
             String[] handOver = null;
+            List<String> handedOverTo = new ArrayList<>();
             if (target != null
                     && sharing != SharingFilesStrategy.NO_SHARING
                     && FileHandOver.applies(checkpoint.dbUri(), target)) {
@@ -172,6 +173,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                     }
                     toHandOver.add(names[i]);
                     Path inDb = new Path(checkpoint.dbUri() + "/" + names[i]);
+                    handedOverTo.add(inDb.toString());
                     HandleAndLocalPath file =
                             HandleAndLocalPath.of(
                                     new HandedOverFileHandle(
@@ -249,7 +251,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                             copiedTo,
                             reusedUploads.size(),
                             bytesCopied,
-                            handOver == null ? 0 : handOver.length));
+                            handedOverTo));
             done = true;
             return SnapshotResult.of(handle);
         } finally {

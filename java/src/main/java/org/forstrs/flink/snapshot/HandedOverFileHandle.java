@@ -3,6 +3,7 @@ package org.forstrs.flink.snapshot;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 
+import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
 
 import org.slf4j.Logger;
@@ -18,7 +19,8 @@ import javax.annotation.Nullable;
  * deletes nothing. On the JobManager (the DB reference is transient and gone) and once the DB
  * has let go of the file, it is deleted as any checkpoint file: the JobManager discards a shared
  * file only when no retained checkpoint references it, and every file the DB holds is referenced
- * by its latest checkpoint.
+ * by its latest checkpoint. A DB directory whose DB is gone holds only handed-over files (see
+ * {@link DbDirectory}): the deletion that empties it removes it too.
  */
 public final class HandedOverFileHandle extends FileStateHandle {
 
@@ -46,5 +48,9 @@ public final class HandedOverFileHandle extends FileStateHandle {
             return;
         }
         super.discardState();
+        Path dbDir = getFilePath().getParent();
+        if (dbDir != null) {
+            DbDirectory.removeIfEmpty(dbDir);
+        }
     }
 }

@@ -1,5 +1,6 @@
 package org.forstrs.flink.state;
 
+import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.util.FileUtils;
@@ -10,19 +11,29 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.File;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * A subtask's DB directory, {@code <job>/op_<operator>/subtask_<i>_attempt_<n>}: made ready when the
- * backend opens, removed with its empty parents when it is disposed. Subtasks of one job share the
- * parents and open and dispose concurrently, so neither step may fail because of the other:
- * removing only deletes parents that are empty, and creating retries when a parent it just made was
- * removed that way before it could create the child.
+ * A subtask's DB directory, {@code [<job>/]op_<operator>/subtask_<i>_attempt_<n>} under the
+ * primary directory: made ready when the backend opens, removed with its empty parents when it is
+ * disposed. Opening also collects the directories other attempts of the same subtask left (a task
+ * manager killed with SIGKILL never disposes): what their DBs owned goes, the files they handed
+ * over to checkpoints stay for the JobManager to delete, and a directory goes once nothing is
+ * left in it (the JobManager's last deletion there removes it too: {@link #removeIfEmpty}).
+ * Subtasks of one job share the parents and open and dispose concurrently, so neither step may
+ * fail because of the other: removing only deletes parents that are empty, and creating retries
+ * when a parent it just made was removed that way before it could create the child. Only our own
+ * levels are removed: {@code op_*} and a job directory, never the primary directory or the
+ * checkpoint storage's {@code shared} directory above them.
  */
 public final class DbDirectory {
 
@@ -30,6 +41,14 @@ public final class DbDirectory {
 
     /** Enough for any interleaving seen in practice; each retry follows another subtask's cleanup. */
     private static final int CREATE_ATTEMPTS = 100;
+
+    /** A DB directory's name: the subtask index and the attempt number. */
+    private static final Pattern ATTEMPT_DIR = Pattern.compile("subtask_(\\d+)_attempt_(\\d+)");
+
+    /** The levels above a DB directory that are ours: the operator's, then the job's. */
+    private static final Pattern OPERATOR_DIR = Pattern.compile("op_.*");
+
+    private static final Pattern JOB_DIR = Pattern.compile("[0-9a-f]{32}");
 
     private DbDirectory() {}
 
@@ -41,28 +60,121 @@ public final class DbDirectory {
 
     /**
      * Removes a leftover of an earlier run at {@code uri} (not its parents: other subtasks use
-     * them) and, on a local file system, creates the directory.
+     * them), collects the directories of the subtask's other attempts next to it and, on a local
+     * file system, creates the directory.
      */
     public static void prepare(String uri, String[] nativeOptions) throws IOException {
-        delete(uri, nativeOptions);
+        delete(uri, nativeOptions, true);
+        collectOtherAttempts(uri, nativeOptions);
         File local = localDirectory(uri);
         if (local != null) {
             createRacingCleanup(local.toPath());
         }
     }
 
-    /** Deletes the DB directory, then its parents up to the job directory if they are left empty. */
+    /**
+     * Deletes the DB directory (of a closed DB) and its parents if they are left empty; where the
+     * DB handed files over to checkpoints, only what it owns, and the directory stays until the
+     * JobManager deleted those.
+     */
     public static void remove(String uri, String[] nativeOptions) throws IOException {
-        delete(uri, nativeOptions);
-        File local = localDirectory(uri);
-        File parent = local == null ? null : local.getParentFile();
-        for (int i = 0; i < 2 && parent != null; i++) {
-            try {
-                Files.deleteIfExists(parent.toPath());
-            } catch (DirectoryNotEmptyException e) {
-                break;
+        if (delete(uri, nativeOptions, false)) {
+            removeEmptyParents(new Path(uri));
+        }
+    }
+
+    /**
+     * Removes the DB directory {@code dbDir} if it is empty, then its operator and job directory
+     * if they are left empty; names not of our layout are never touched. For the JobManager,
+     * after it deleted a handed-over file (it has no engine options: Flink's file systems only).
+     */
+    public static void removeIfEmpty(Path dbDir) {
+        if (ATTEMPT_DIR.matcher(dbDir.getName()).matches() && removeEmptyDirectory(dbDir)) {
+            removeEmptyParents(dbDir);
+        }
+    }
+
+    /**
+     * Collects the directories of the other attempts of {@code uri}'s subtask (same operator
+     * directory, same subtask index, another attempt number): within one execution attempts
+     * never run at once, and an attempt number seen again (a new execution graph) finds its own
+     * directory removed by {@link #prepare}. The current attempt's directory is not touched.
+     */
+    static void collectOtherAttempts(String uri, String[] nativeOptions) throws IOException {
+        // The URI as given, not as Flink's Path prints it ("scheme:/path"), which the engine
+        // reads only for file://.
+        int slash = uri.lastIndexOf('/');
+        Matcher own = ATTEMPT_DIR.matcher(uri.substring(slash + 1));
+        if (!own.matches() || slash <= 0) {
+            return;
+        }
+        String operatorDir = uri.substring(0, slash);
+        for (String name : children(operatorDir, nativeOptions)) {
+            Matcher other = ATTEMPT_DIR.matcher(name);
+            if (other.matches()
+                    && other.group(1).equals(own.group(1))
+                    && !other.group(2).equals(own.group(2))) {
+                String dead = operatorDir + "/" + name;
+                LOG.info("Collecting {}, left by an earlier attempt of the subtask", dead);
+                delete(dead, nativeOptions, false);
             }
-            parent = parent.getParentFile();
+        }
+    }
+
+    /** The names under a directory; none if it does not exist or cannot be listed. */
+    private static List<String> children(String dirUri, String[] nativeOptions) throws IOException {
+        File local = localDirectory(dirUri);
+        if (local != null) {
+            String[] names = local.list();
+            return names == null ? List.of() : List.of(names);
+        }
+        String[] served = ForStNative.listChildren(dirUri, nativeOptions);
+        if (served != null) {
+            return List.of(served);
+        }
+        Path dir = new Path(dirUri);
+        FileStatus[] statuses;
+        try {
+            statuses = dir.getFileSystem().listStatus(dir);
+        } catch (FileNotFoundException e) {
+            return List.of();
+        } catch (IOException e) {
+            LOG.warn("Cannot list {} ({})", dirUri, e.toString());
+            return List.of();
+        }
+        List<String> names = new ArrayList<>();
+        for (FileStatus status : statuses == null ? new FileStatus[0] : statuses) {
+            names.add(status.getPath().getName());
+        }
+        return names;
+    }
+
+    /** Removes the operator directory above {@code dbDir}, then the job directory, while empty. */
+    private static void removeEmptyParents(Path dbDir) {
+        Path operator = dbDir.getParent();
+        if (operator == null
+                || !OPERATOR_DIR.matcher(operator.getName()).matches()
+                || !removeEmptyDirectory(operator)) {
+            return;
+        }
+        Path job = operator.getParent();
+        if (job != null && JOB_DIR.matcher(job.getName()).matches()) {
+            removeEmptyDirectory(job);
+        }
+    }
+
+    /** Deletes {@code dir} if it is an empty directory; whether it is gone. */
+    private static boolean removeEmptyDirectory(Path dir) {
+        File local = localDirectory(dir.toUri().toString());
+        try {
+            if (local != null) {
+                Files.deleteIfExists(local.toPath());
+                return true;
+            }
+            FileSystem fs = dir.getFileSystem();
+            return fs.delete(dir, false) || !fs.exists(dir);
+        } catch (IOException e) { // not empty, or no Flink file system for the scheme
+            return false;
         }
     }
 
@@ -85,38 +197,40 @@ public final class DbDirectory {
 
     /**
      * Deletes the DB directory itself, unless it holds files the DB handed over to checkpoints:
-     * then only what the DB owns goes (their owner, Flink's SharedStateRegistry, deletes the rest).
-     * Where the engine serves the scheme itself (s3), through
-     * the engine's store: it wrote the files with exactly these settings (endpoint, credentials),
-     * which Flink may not have a file system for (no flink-s3-fs-* plugin) or may reach with other
-     * ones, and it deletes in bulk. Other schemes through Flink's file system, as the engine
-     * reaches them.
+     * then only what the DB owns goes (their owner, Flink's SharedStateRegistry, deletes the
+     * rest), and with {@code reopened} an empty DB stays to protect them from the DB opened there
+     * next. Where the engine serves the scheme itself (s3), through the engine's store: it wrote
+     * the files with exactly these settings (endpoint, credentials), which Flink may not have a
+     * file system for (no flink-s3-fs-* plugin) or may reach with other ones, and it deletes in
+     * bulk. Other schemes through Flink's file system, as the engine reaches them. Returns whether
+     * the directory is gone.
      */
-    private static void delete(String uri, String[] nativeOptions) throws IOException {
+    private static boolean delete(String uri, String[] nativeOptions, boolean reopened)
+            throws IOException {
         File local = localDirectory(uri);
         if (local != null && !local.exists()) {
-            return;
+            return true;
         }
         int kept;
         try {
-            kept = ForStNative.deleteDatabase(uri, nativeOptions);
+            kept = ForStNative.deleteDatabase(uri, nativeOptions, reopened);
         } catch (Exception e) { // natives throw IOException without declaring it
             if (String.valueOf(e.getMessage()).contains("UnsupportedFileSystemSchemeException")) {
                 LOG.warn("Cannot delete {}: no Flink file system for its scheme ({})", uri, e);
-                return;
+                return false;
             }
             throw e;
         }
         if (kept > 0) {
             LOG.info("Deleted {}, keeping the {} files that checkpoints own", uri, kept);
-            return;
+            return false;
         }
         if (local != null) {
             FileUtils.deleteDirectory(local);
-            return;
+            return true;
         }
         if (ForStNative.deleteDirectory(uri, nativeOptions)) {
-            return;
+            return true;
         }
         Path path = new Path(uri);
         FileSystem fs;
@@ -127,10 +241,11 @@ public final class DbDirectory {
                     "Cannot delete {}: no Flink file system for its scheme ({})",
                     uri,
                     e.toString());
-            return;
+            return false;
         }
         if (fs.exists(path)) {
             fs.delete(path, true);
         }
+        return true;
     }
 }

@@ -12,7 +12,7 @@ import java.io.IOException;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Working directories must stay out of Flink-owned checkpoint directories. */
+/** Working directories must stay out of the checkpoint directories Flink deletes whole. */
 class WorkingDirPlacementTest {
 
     private static final JobID JOB = new JobID();
@@ -22,14 +22,15 @@ class WorkingDirPlacementTest {
     }
 
     @Test
-    void insideSharedOrACheckpointIsRefused() throws IOException {
-        for (String inside : new String[] {"shared", "chk-3"}) {
+    void insideACheckpointIsRefused() throws IOException {
+        for (String inside : new String[] {"chk-3", "chk-3/shared"}) {
             assertThatThrownBy(
                             () ->
                                     WorkingDirPlacement.check(
                                             "file:///cp/" + JOB + "/" + inside + "/db", storage()))
                     .isInstanceOf(IllegalConfigurationException.class)
-                    .hasMessageContaining("state.backend.forst.primary-dir");
+                    .hasMessageContaining("state.backend.forst.primary-dir")
+                    .hasMessageContaining("chk-3");
         }
     }
 
@@ -41,6 +42,12 @@ class WorkingDirPlacementTest {
                         () ->
                                 WorkingDirPlacement.check(
                                         "file:///cp/" + JOB + "/taskowned/db", storage()))
+                .doesNotThrowAnyException();
+        assertThatCode(
+                        () ->
+                                WorkingDirPlacement.check(
+                                        "file:///cp/" + JOB + "/shared/op_x/subtask_0_attempt_0",
+                                        storage()))
                 .doesNotThrowAnyException();
         assertThatCode(() -> WorkingDirPlacement.check("/cp/" + JOB + "/op_x/db", storage()))
                 .doesNotThrowAnyException();

@@ -72,7 +72,7 @@ class NativeMetricMonitorTest {
             }
             db.compact(); // flush, then compact into the last level
             CheckpointStats checkpoint =
-                    new CheckpointStats(7, 11, 13, 17, List.of("a", "b"), 3, 19, 0);
+                    new CheckpointStats(7, 11, 13, 17, List.of("a", "b"), 3, 19, List.of());
             NativeMetricMonitor.register(
                     db,
                     () -> checkpoint,

@@ -1,5 +1,8 @@
 package org.forstrs.flink.state;
 
+import org.apache.flink.api.common.JobID;
+
+import org.forstrs.flink.snapshot.HandedOverFileHandle;
 import org.forstrs.jni.ForStNative;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,6 +16,7 @@ import java.util.concurrent.Phaser;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -21,16 +25,26 @@ class DbDirectoryTest {
 
     private static final String[] NO_OPTIONS = new String[0];
 
+    /** A job directory's name: Flink's job id. */
+    private static final String JOB = new JobID().toHexString();
+
     @TempDir Path dir;
 
     @Test
     void removeDeletesTheDirectoryAndItsEmptyParents() throws Exception {
-        Path db = dir.resolve("job/op_x/subtask_0_attempt_0");
+        Path db = dir.resolve(JOB + "/op_x/subtask_0_attempt_0");
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "x");
         Files.writeString(dir.resolve("other"), "kept");
         DbDirectory.remove(db.toUri().toString(), NO_OPTIONS);
-        assertThat(dir.resolve("job")).doesNotExist();
+        assertThat(dir.resolve(JOB)).doesNotExist();
+        // above the job directory nothing is ours: Flink's shared directory stays
+        Path shared = dir.resolve("shared");
+        Path inShared = shared.resolve("op_x/subtask_0_attempt_0");
+        Files.createDirectories(inShared);
+        DbDirectory.remove(inShared.toUri().toString(), NO_OPTIONS);
+        assertThat(shared.resolve("op_x")).doesNotExist();
+        assertThat(shared).isEmptyDirectory();
         assertThat(dir.resolve("other")).exists();
         // schemes without a Flink file system that the engine does not serve either are skipped
         DbDirectory.remove("nofs://forst-rs-test/x", NO_OPTIONS);
@@ -59,13 +73,93 @@ class DbDirectoryTest {
 
     @Test
     void prepareKeepsParentsAndRemovesALeftover() throws Exception {
-        Path db = dir.resolve("job/op_x/subtask_0_attempt_0");
+        Path db = dir.resolve(JOB + "/op_x/subtask_0_attempt_0");
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "left over");
-        Files.createDirectories(dir.resolve("job/op_x/subtask_1_attempt_0"));
+        Files.createDirectories(dir.resolve(JOB + "/op_x/subtask_1_attempt_0"));
         DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS);
         assertThat(db).isEmptyDirectory();
-        assertThat(dir.resolve("job/op_x/subtask_1_attempt_0")).exists();
+        assertThat(dir.resolve(JOB + "/op_x/subtask_1_attempt_0")).exists();
+    }
+
+    /**
+     * Attempt 1 of a subtask collects what attempt 0 left when its task manager was killed (no
+     * dispose: the claim still held): everything its DB owned goes, the file it handed over to a
+     * checkpoint stays until the JobManager deletes it, and that deletion removes the directory.
+     * Another subtask's directory is not touched.
+     */
+    @Test
+    void theNextAttemptCollectsADeadAttemptsDirectory() throws Exception {
+        Path operator = dir.resolve("shared/op_x");
+        Path dead = operator.resolve("subtask_0_attempt_0");
+        Path otherSubtask = operator.resolve("subtask_1_attempt_0");
+        Files.createDirectories(otherSubtask);
+        Files.writeString(otherSubtask.resolve("MANIFEST-000000000001"), "another subtask's");
+        String handedOver;
+        try (NativeDb db = NativeDb.open(dead.toUri().toString(), NO_OPTIONS)) {
+            int cf = db.createColumnFamily("s");
+            put(db, cf, 1);
+            NativeCheckpoint checkpoint = db.prepareCheckpoint();
+            try {
+                checkpoint.manifest();
+                String[] names = checkpoint.fileNames();
+                assertThat(names).hasSize(1);
+                handedOver = names[0];
+                checkpoint.handOver(names);
+            } finally {
+                checkpoint.release();
+            }
+            put(db, cf, 2);
+            db.compact(); // rewrites the handed-over file into one the DB owns
+        }
+        Files.writeString(dead.resolve("LOCK"), "0123456789abcdef"); // the killed writer's claim
+        try (Stream<Path> files = Files.list(dead)) {
+            assertThat(files.count()).as("owned SSTs, manifest, LOCK").isGreaterThan(3);
+        }
+
+        Path next = operator.resolve("subtask_0_attempt_1");
+        DbDirectory.prepare(next.toUri().toString(), NO_OPTIONS);
+        assertThat(next).isEmptyDirectory();
+        try (Stream<Path> files = Files.list(dead)) {
+            assertThat(files.map(f -> f.getFileName().toString())).containsExactly(handedOver);
+        }
+        assertThat(otherSubtask.resolve("MANIFEST-000000000001")).exists();
+
+        // the JobManager deletes the file once no checkpoint references it
+        Path file = dead.resolve(handedOver);
+        new HandedOverFileHandle(
+                        new org.apache.flink.core.fs.Path(file.toUri()),
+                        Files.size(file),
+                        null,
+                        handedOver)
+                .discardState();
+        assertThat(dead).doesNotExist();
+        assertThat(next).exists();
+    }
+
+    /** The same on a store the engine serves (s3, memory): listed and deleted natively. */
+    @Test
+    void theNextAttemptCollectsADeadAttemptOnAnObjectStore() throws Exception {
+        String operator = "memory://db-directory-test/" + JOB + "/op_y";
+        String dead = operator + "/subtask_0_attempt_0";
+        try (NativeDb db = NativeDb.open(dead, NO_OPTIONS)) {
+            put(db, db.createColumnFamily("s"), 1);
+            db.compact();
+        }
+        long lock = ForStNative.fileCreate(dead, NO_OPTIONS, "LOCK"); // the killed writer's claim
+        ForStNative.fileFinish(lock);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS))
+                .containsExactly("subtask_0_attempt_0");
+        assertThat(ForStNative.listChildren(dead, NO_OPTIONS)).contains("LOCK");
+
+        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
+    }
+
+    private static void put(NativeDb db, int cf, int value) {
+        ByteBuffer key = ByteBuffer.allocateDirect(1).put(0, (byte) 7);
+        ByteBuffer bytes = ByteBuffer.allocateDirect(4).putInt(0, value);
+        db.put(cf, key, 1, bytes, 4);
     }
 
     /**
@@ -101,7 +195,7 @@ class DbDirectoryTest {
         } finally {
             threads.shutdownNow();
         }
-        assertThat(dir.resolve("job")).doesNotExist();
+        assertThat(dir.resolve(JOB)).doesNotExist();
     }
 
     private void openAndDispose(int subtask, int rounds, Phaser together)
@@ -109,7 +203,8 @@ class DbDirectoryTest {
         for (int round = 0; round < rounds; round++) {
             String uri =
                     dir.resolve(
-                                    "job/op_"
+                                    JOB
+                                            + "/op_"
                                             + (round % 3)
                                             + "/subtask_"
                                             + subtask

@@ -54,7 +54,7 @@ final class FailoverAttempts {
     }
 
     private <K> KeyedStateBackendParameters<K> nextAttempt(KeyedStateBackendParameters<K> p) {
-        Environment env = withAttempt(p.getEnv(), attempts.getAndIncrement());
+        Environment env = withAttempt(p.getEnv(), job, attempts.getAndIncrement());
         return new KeyedStateBackendParametersImpl<>(
                 env,
                 job,
@@ -71,8 +71,8 @@ final class FailoverAttempts {
                 p.getManagedMemoryFraction());
     }
 
-    /** {@code env}, except that it is attempt {@code attempt} of its subtask, in our job. */
-    private Environment withAttempt(Environment env, int attempt) {
+    /** {@code env}, except that it is attempt {@code attempt} of its subtask, in {@code job}. */
+    static Environment withAttempt(Environment env, JobID job, int attempt) {
         TaskInfo info = env.getTaskInfo();
         TaskInfo next =
                 new TaskInfoImpl(

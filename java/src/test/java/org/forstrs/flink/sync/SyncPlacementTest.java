@@ -5,6 +5,7 @@ import org.apache.flink.api.common.typeutils.base.IntSerializer;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.execution.Environment;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
@@ -28,8 +29,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Where the synchronous keyed backend keeps its DB: under the local directory by default (as
  * Flink's ForSt, {@code state.backend.forst.sync.enforce-local: true}), under the primary
  * directory when that key is false; the async backend uses the primary directory either way. The
- * primary directory {@code checkpoint-dir} is the job's task-owned checkpoint directory, or the
- * local directory when checkpoints are not on a file system.
+ * primary directory {@code checkpoint-dir} is the job's shared checkpoint directory, or the
+ * local directory when checkpoints are not on a file system. An attempt collects the directories
+ * earlier attempts of its subtask left.
  */
 class SyncPlacementTest {
 
@@ -104,14 +106,66 @@ class SyncPlacementTest {
     }
 
     @Test
-    void checkpointDirIsTheJobsTaskOwnedCheckpointDirectory() throws Exception {
+    void checkpointDirIsTheJobsSharedCheckpointDirectory() throws Exception {
         for (boolean async : new boolean[] {true, false}) {
             Path db = dbDirectory("checkpoint-dir", true, false, async);
             Path checkpoints = dir.resolve("checkpoints");
             assertThat(db.startsWith(checkpoints)).as(db.toString()).isTrue();
-            // <checkpoints>/<job>/taskowned/...: not 'shared' nor 'chk-<n>', whose files Flink deletes
-            assertThat(checkpoints.relativize(db).getName(1).toString()).isEqualTo("taskowned");
+            // <checkpoints>/<job>/shared/op_<operator>/subtask_<i>_attempt_<n>, as Flink's ForSt
+            Path inJob = checkpoints.relativize(db).subpath(1, 4);
+            assertThat(inJob.toString()).isEqualTo("shared/op_placement/subtask_0_attempt_0");
         }
+    }
+
+    /**
+     * Attempt 1 of a subtask collects the directory attempt 0 left when its task manager was
+     * killed (never disposed, its DB's claim still held); disposing attempt 1 removes its own
+     * and the operator's directory, never the checkpoint storage's shared directory.
+     */
+    @Test
+    @SuppressWarnings("try") // MockEnvironment#close may throw InterruptedException
+    void theNextAttemptCollectsTheDirectoryOfADeadAttempt() throws Exception {
+        Configuration settings = new Configuration();
+        settings.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        ForStStateBackend backend = new ForStStateBackend(settings);
+        JobID job = new JobID();
+        try (MockEnvironment env = MockEnvironment.builder().build()) {
+            env.setCheckpointStorageAccess(
+                    new FileSystemCheckpointStorage(dir.resolve("checkpoints").toUri())
+                            .createCheckpointStorage(job));
+            var dead = backend.createAsyncKeyedStateBackend(parameters(env, job));
+            Path deadDir = Paths.get(URI.create(dead.getDbUri()));
+            try {
+                assertThat(deadDir.resolve("LOCK")).exists();
+                var next =
+                        backend.createAsyncKeyedStateBackend(
+                                parameters(FailoverAttempts.withAttempt(env, job, 1), job));
+                Path nextDir = Paths.get(URI.create(next.getDbUri()));
+                assertThat(deadDir).doesNotExist();
+                assertThat(nextDir.getParent()).isEqualTo(deadDir.getParent());
+                next.dispose();
+                assertThat(nextDir.getParent()).doesNotExist();
+                assertThat(nextDir.getParent().getParent()).isDirectory();
+            } finally {
+                dead.dispose();
+            }
+        }
+    }
+
+    private static KeyedStateBackendParametersImpl<Integer> parameters(
+            Environment env, JobID job) {
+        return new KeyedStateBackendParametersImpl<>(
+                env,
+                job,
+                "placement",
+                IntSerializer.INSTANCE,
+                16,
+                new KeyGroupRange(0, 15),
+                env.getTaskKvStateRegistry(),
+                TtlTimeProvider.DEFAULT,
+                new UnregisteredMetricsGroup(),
+                List.of(),
+                new CloseableRegistry());
     }
 
     @Test
