@@ -118,6 +118,12 @@ fn complete(
     (source, written)
 }
 
+/// Compactions run only where called: the bytes written during a hand-over are the hand-over's,
+/// and no restored database compacts in the background while the next restore is timed.
+fn quiet() -> DbOptions {
+    DbOptions { auto_compaction: false, ..DbOptions::default() }
+}
+
 fn layout(first: u32, last: u32) -> KeyGroupLayout {
     KeyGroupLayout { range: KeyGroups::new(first, last), prefix_bytes: 1 }
 }
@@ -134,10 +140,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
         .enumerate()
         .map(|(i, groups)| {
             let storage = place.open(&format!("{tag}/db{i}"));
-            // Compactions run only where called (below), so that the bytes written during a
-            // hand-over are the hand-over's.
-            let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
-            let db = Db::open_with_storage(storage.clone(), options).unwrap();
+            let db = Db::open_with_storage(storage.clone(), quiet()).unwrap();
             fill(&db, *groups, keys / 2);
             db.flush().unwrap();
             db.compact_until_settled().unwrap();
@@ -168,8 +171,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
     for round in 0..rounds {
         let started = Instant::now();
         let dir = place.open(&format!("{tag}/restored-{round}"));
-        let same =
-            restore(dir, vec![sources[0].clone()], layout(0, 63), DbOptions::default()).unwrap();
+        let same = restore(dir, vec![sources[0].clone()], layout(0, 63), quiet()).unwrap();
         restores.push(started.elapsed());
         check(&same, KeyGroups::new(0, 63), keys);
         // Subtasks restore in parallel in Flink: the rescale takes as long as the slowest one.
@@ -180,7 +182,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
                 place.open(&format!("{tag}/third{i}-{round}")),
                 sources.clone(),
                 layout(groups.first, groups.last),
-                DbOptions::default(),
+                quiet(),
             )
             .unwrap();
             slowest = slowest.max(started.elapsed());

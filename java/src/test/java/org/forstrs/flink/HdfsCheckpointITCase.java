@@ -23,7 +23,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -131,13 +130,9 @@ class HdfsCheckpointITCase {
         long metadataBytes = sum(written, f -> f.endsWith("/_metadata"));
         Map<String, Long> others =
                 filter(written, f -> !f.endsWith(".sst") && !f.endsWith("/_metadata"));
-        // Two writes to each DB directory fall outside the engine's own count: its writer claim
-        // (LOCK, put before the engine counts its storage's bytes) and, after close, the deletion's
-        // manifest (the last one, listing the files the DB gave away so none is collected later).
+        // One write to each DB directory falls outside the engine's own count: its writer claim
+        // (LOCK, put before the engine counts its storage's bytes). Disposing a DB writes nothing.
         long claimBytes = sum(others, f -> f.endsWith("/LOCK"));
-        long deletionManifestBytes = lastManifestPerDirectory(others).values().stream()
-                .mapToLong(Long::longValue)
-                .sum();
         long otherBytes = sum(others, f -> true);
 
         long flushed = engineTotal(job.getJobID(), "flush-bytes-written");
@@ -151,25 +146,11 @@ class HdfsCheckpointITCase {
                 .hasSize(PARALLELISM);
         assertThat(otherBytes)
                 .as("bytes of the engines' manifests and claims")
-                .isEqualTo(engineWrites - flushed - compacted + claimBytes + deletionManifestBytes);
+                .isEqualTo(engineWrites - flushed - compacted + claimBytes);
         assertThat(sstBytes + otherBytes + metadataBytes)
                 .as("bytes written to the DFS: the engines' and Flink's _metadata, nothing else")
-                .isEqualTo(engineWrites + claimBytes + deletionManifestBytes + metadataBytes);
+                .isEqualTo(engineWrites + claimBytes + metadataBytes);
         assertHandedOverOnly(CheckpointStatsLog.recent());
-    }
-
-    /** Per directory, the bytes of its manifest of the highest number. */
-    private static Map<String, Long> lastManifestPerDirectory(Map<String, Long> written) {
-        Map<String, String> last = new HashMap<>();
-        for (String file : written.keySet()) {
-            int slash = file.lastIndexOf('/');
-            if (file.startsWith("MANIFEST-", slash + 1)) {
-                last.merge(file.substring(0, slash), file, (a, b) -> a.compareTo(b) >= 0 ? a : b);
-            }
-        }
-        Map<String, Long> bytes = new HashMap<>();
-        last.forEach((dir, file) -> bytes.put(dir, written.get(file)));
-        return bytes;
     }
 
     private static Configuration handOverConfig(String checkpoints) {

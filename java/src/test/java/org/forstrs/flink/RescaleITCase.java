@@ -72,6 +72,19 @@ class RescaleITCase {
     }
 
     /**
+     * As above with {@code primary-dir: checkpoint-dir}: the DBs work in the checkpoint's shared
+     * directory, checkpoints hand their files over, and each rescale restores by reference from
+     * files that earlier jobs' DBs wrote.
+     */
+    @Test
+    void retainedCheckpointsRestoreAtTwoThreeAndOneWithCheckpointDirAsPrimary(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        Configuration config = CountingJob.config(primary, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        retainedCheckpointsRestoreAtTwoThreeAndOne(config, checkpoints.toUri().toString());
+    }
+
+    /**
      * The job at 2, cancelled after a checkpoint, continues at 3 from the retained checkpoint,
      * cancelled again, and ends at 1; final counts are exact. {@code checkpoints} is the
      * checkpoint directory of {@code config} (the cluster needs 3 slots).
