@@ -12,12 +12,26 @@ use ::jni::sys::{jboolean, jint, jlong, jobjectArray};
 use bytes::Bytes;
 
 use super::buffers::DirectBuffer;
-use super::guard::{Failure, guard};
+use super::guard::{Failure, JniResult, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
 use crate::lsm::{Leave, delete_database};
-use crate::storage::{FileWriter, block_on, delete_tree, list_children, open_storage};
+use crate::storage::{
+    FileWriter, StorageOptions, block_on, delete_tree, list_children, open_storage,
+};
+
+/// The `(String dirUri, String[] options)` arguments of these natives: the directory and the
+/// storage keys it is opened with (as for `open`).
+fn directory(
+    env: &mut JNIEnv<'_>,
+    dir_uri: &JString<'_>,
+    options: &JObjectArray<'_>,
+) -> JniResult<(String, StorageOptions)> {
+    let dir_uri = string(env, dir_uri, "dirUri")?;
+    let (_, storage_options) = options::parse_open(&strings(env, options, "options")?)?;
+    Ok((dir_uri, storage_options))
+}
 
 /// A file being written; `None` once finished or aborted.
 pub struct FileWriterHandle {
@@ -50,8 +64,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileCreate<'l>(
     name: JString<'l>,
 ) -> jlong {
     guard(&mut env, |env| {
-        let dir_uri = string(env, &dir_uri, "dirUri")?;
-        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
         let name = string(env, &name, "name")?;
         // On this Java thread, so that a Flink file-system proxy resolves its Java classes.
         let storage = open_storage(&dir_uri, &storage_options)?;
@@ -133,8 +146,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
     name: JString<'l>,
 ) {
     guard(&mut env, |env| {
-        let dir_uri = string(env, &dir_uri, "dirUri")?;
-        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
         let name = string(env, &name, "name")?;
         let storage = open_storage(&dir_uri, &storage_options)?;
         match block_on(storage.delete(&name)) {
@@ -158,8 +170,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDatabase<'l>(
     reopened: jboolean,
 ) -> jint {
     guard(&mut env, |env| {
-        let dir_uri = string(env, &dir_uri, "dirUri")?;
-        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
         let storage = open_storage(&dir_uri, &storage_options)?;
         let leave = if reopened != 0 { Leave::EmptyDatabase } else { Leave::Nothing };
         let kept = block_on(delete_database(storage.as_ref(), leave))?;
@@ -178,8 +189,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_listChildren<'l>(
     options: JObjectArray<'l>,
 ) -> jobjectArray {
     guard(&mut env, |env| {
-        let dir_uri = string(env, &dir_uri, "dirUri")?;
-        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
         match list_children(&dir_uri, &storage_options)? {
             Some(names) => Ok(options::string_array(env, &names)?),
             None => Ok(JObjectArray::from(JObject::null())),
@@ -200,8 +210,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDirectory<'l>(
     options: JObjectArray<'l>,
 ) -> jboolean {
     guard(&mut env, |env| {
-        let dir_uri = string(env, &dir_uri, "dirUri")?;
-        let (_, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
         Ok(delete_tree(&dir_uri, &storage_options)?.is_some() as jboolean)
     })
 }

@@ -416,9 +416,8 @@ mod tests {
         assert_eq!(data.tombstones.to_tombstones(), [fragment("a", "m", 5), fragment("m", "z", 3)]);
     }
 
-    /// A format 2 manifest (before ownership) opens, and every file in it is the database's own.
-    #[test]
-    fn format_2_manifests_read_with_every_file_owned() {
+    /// The body of an old-format manifest holding one file at level 1, up to its bounds flag.
+    fn one_file_body_up_to_bounds() -> BytesMut {
         let mut body = BytesMut::new();
         body.put_u64_le(42); // last sequence number
         body.put_u64_le(7); // next file number
@@ -434,13 +433,25 @@ mod tests {
         for value in [1u64, 40, 10, 1234, 9] {
             body.put_u64_le(value); // min seq, max seq, entries, size, tombstones applied
         }
-        body.put_u8(0); // no bounds
+        body
+    }
+
+    /// A manifest of format `version` around `body`.
+    fn framed(version: u32, body: &[u8]) -> Bytes {
         let mut bytes = BytesMut::new();
         bytes.put_u64_le(MAGIC);
-        bytes.put_u32_le(2);
-        bytes.put_slice(&body);
-        bytes.put_u32_le(crc32c::crc32c(&body));
-        let data = decode("m", bytes.freeze()).unwrap();
+        bytes.put_u32_le(version);
+        bytes.put_slice(body);
+        bytes.put_u32_le(crc32c::crc32c(body));
+        bytes.freeze()
+    }
+
+    /// A format 2 manifest (before ownership) opens, and every file in it is the database's own.
+    #[test]
+    fn format_2_manifests_read_with_every_file_owned() {
+        let mut body = one_file_body_up_to_bounds();
+        body.put_u8(0); // no bounds
+        let data = decode("m", framed(2, &body)).unwrap();
         assert_eq!(data.files.len(), 1);
         assert!(data.files[0].owned);
         assert_eq!(data.files[0].path, "000005-ab.sst");
@@ -452,32 +463,13 @@ mod tests {
     #[test]
     fn format_3_manifests_read_with_inclusive_bounds_only() {
         let manifest = |bounds_flag: u8| {
-            let mut body = BytesMut::new();
-            body.put_u64_le(42); // last sequence number
-            body.put_u64_le(7); // next file number
-            body.put_u32_le(0); // column families
-            body.put_u32_le(0); // tombstones
-            body.put_u32_le(1); // files
-            body.put_u8(1); // level
-            body.put_u64_le(5);
-            put_bytes(&mut body, b"000005-ab.sst");
-            body.put_u64_le(1234);
-            put_bytes(&mut body, b"k1");
-            put_bytes(&mut body, b"k9");
-            for value in [1u64, 40, 10, 1234, 9] {
-                body.put_u64_le(value); // min seq, max seq, entries, size, tombstones applied
-            }
+            let mut body = one_file_body_up_to_bounds();
             body.put_u8(bounds_flag);
             put_bytes(&mut body, b"k2");
             put_bytes(&mut body, b"k8");
             body.put_u8(FLAG_EXTERNAL);
             body.put_u32_le(0); // released
-            let mut bytes = BytesMut::new();
-            bytes.put_u64_le(MAGIC);
-            bytes.put_u32_le(3);
-            bytes.put_slice(&body);
-            bytes.put_u32_le(crc32c::crc32c(&body));
-            bytes.freeze()
+            framed(3, &body)
         };
         let data = decode("m", manifest(BOUNDS_INCLUSIVE)).unwrap();
         assert_eq!(data.files[0].bounds, Some(Bounds::inclusive("k2".into(), "k8".into())));

@@ -29,6 +29,17 @@ final class Await {
         }
     }
 
+    /**
+     * Until {@code condition} holds, for what goes on after a job ended (the JobManager's
+     * asynchronous deletions): no job to watch, so a condition that never holds hangs until the
+     * build's timeout.
+     */
+    static void until(Callable<Boolean> condition) throws Exception {
+        while (!condition.call()) {
+            Thread.sleep(POLL_MS);
+        }
+    }
+
     /** Until the job reached a terminal state; returns that state. */
     static JobStatus terminal(JobClient job) throws Exception {
         JobStatus status = job.getJobStatus().get();

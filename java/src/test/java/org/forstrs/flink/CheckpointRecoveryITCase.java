@@ -212,10 +212,7 @@ class CheckpointRecoveryITCase {
         for (CheckpointStats s : stats) {
             s.copiedTo().forEach(p -> copiedBy.put(localPath(p), s.checkpointId()));
         }
-        // No deadline: a file that is never deleted hangs the test until the hang guard fails it.
-        while (!leftovers(jobDir, referenced, copiedBy, retainedId).isEmpty()) {
-            Thread.sleep(100);
-        }
+        Await.until(() -> leftovers(jobDir, referenced, copiedBy, retainedId).isEmpty());
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
     }
 
@@ -261,10 +258,7 @@ class CheckpointRecoveryITCase {
             assertThat(s.filesCopied()).as("no SST copied").isZero();
             s.handedOver().forEach(p -> handedOverBy.put(localPath(p), s.checkpointId()));
         }
-        // No deadline: what is never deleted hangs the test until the hang guard fails it.
-        while (!dbLeftovers(jobDir, referenced, handedOverBy, retainedId).isEmpty()) {
-            Thread.sleep(100);
-        }
+        Await.until(() -> dbLeftovers(jobDir, referenced, handedOverBy, retainedId).isEmpty());
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
     }
 

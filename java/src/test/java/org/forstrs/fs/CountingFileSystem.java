@@ -1,9 +1,7 @@
 package org.forstrs.fs;
 
-import org.apache.flink.core.fs.BlockLocation;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FSDataOutputStream;
-import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.FileSystemFactory;
 import org.apache.flink.core.fs.Path;
@@ -20,19 +18,15 @@ import java.util.concurrent.ConcurrentHashMap;
  * it). Everything else passes through unchanged. Registered through {@code
  * META-INF/services/org.apache.flink.core.fs.FileSystemFactory} in the test resources.
  */
-public final class CountingFileSystem extends FileSystem {
+public final class CountingFileSystem extends MappedFileSystem {
 
     public static final String SCHEME = "countfs";
 
     /** Bytes written per file path (without scheme and authority), since the last reset. */
     private static final Map<String, Long> WRITTEN = new ConcurrentHashMap<>();
 
-    private final FileSystem hdfs;
-    private final String authority;
-
     private CountingFileSystem(FileSystem hdfs, String authority) {
-        this.hdfs = hdfs;
-        this.authority = authority;
+        super(hdfs, "hdfs", SCHEME, authority);
     }
 
     /** The factory Flink finds by its service file. */
@@ -65,81 +59,29 @@ public final class CountingFileSystem extends FileSystem {
         WRITTEN.clear();
     }
 
-    private Path toHdfs(Path path) {
-        return new Path("hdfs", authority, path.toUri().getPath());
-    }
-
-    private Path toOwn(Path path) {
-        return new Path(SCHEME, authority, path.toUri().getPath());
-    }
-
-    @Override
-    public Path getWorkingDirectory() {
-        return toOwn(hdfs.getWorkingDirectory());
-    }
-
-    @Override
-    public Path getHomeDirectory() {
-        return toOwn(hdfs.getHomeDirectory());
-    }
-
-    @Override
-    public URI getUri() {
-        return URI.create(SCHEME + "://" + authority + "/");
-    }
-
-    @Override
-    public FileStatus getFileStatus(Path f) throws IOException {
-        return new OwnStatus(hdfs.getFileStatus(toHdfs(f)));
-    }
-
-    @Override
-    public BlockLocation[] getFileBlockLocations(FileStatus file, long start, long len)
-            throws IOException {
-        return hdfs.getFileBlockLocations(hdfs.getFileStatus(toHdfs(file.getPath())), start, len);
-    }
-
     @Override
     public FSDataInputStream open(Path f, int bufferSize) throws IOException {
-        return hdfs.open(toHdfs(f), bufferSize);
+        return inner.open(toInner(f), bufferSize);
     }
 
     @Override
     public FSDataInputStream open(Path f) throws IOException {
-        return hdfs.open(toHdfs(f));
-    }
-
-    @Override
-    public FileStatus[] listStatus(Path f) throws IOException {
-        FileStatus[] statuses = hdfs.listStatus(toHdfs(f));
-        if (statuses == null) {
-            return null;
-        }
-        FileStatus[] out = new FileStatus[statuses.length];
-        for (int i = 0; i < statuses.length; i++) {
-            out[i] = new OwnStatus(statuses[i]);
-        }
-        return out;
+        return inner.open(toInner(f));
     }
 
     @Override
     public boolean delete(Path f, boolean recursive) throws IOException {
-        return hdfs.delete(toHdfs(f), recursive);
-    }
-
-    @Override
-    public boolean mkdirs(Path f) throws IOException {
-        return hdfs.mkdirs(toHdfs(f));
+        return inner.delete(toInner(f), recursive);
     }
 
     @Override
     public FSDataOutputStream create(Path f, WriteMode overwriteMode) throws IOException {
-        return new CountingOutput(hdfs.create(toHdfs(f), overwriteMode), f.toUri().getPath());
+        return new CountingOutput(inner.create(toInner(f), overwriteMode), f.toUri().getPath());
     }
 
     @Override
     public boolean rename(Path src, Path dst) throws IOException {
-        boolean renamed = hdfs.rename(toHdfs(src), toHdfs(dst));
+        boolean renamed = inner.rename(toInner(src), toInner(dst));
         if (renamed) {
             Long bytes = WRITTEN.remove(src.toUri().getPath());
             if (bytes != null) {
@@ -155,14 +97,13 @@ public final class CountingFileSystem extends FileSystem {
     }
 
     /** Counts what passes; adds it to {@link #WRITTEN} once the file is closed. */
-    private static final class CountingOutput extends FSDataOutputStream {
-        private final FSDataOutputStream out;
+    private static final class CountingOutput extends ForwardingOutputStream {
         private final String path;
         private long bytes;
         private boolean closed;
 
         CountingOutput(FSDataOutputStream out, String path) {
-            this.out = out;
+            super(out);
             this.path = path;
         }
 
@@ -179,71 +120,12 @@ public final class CountingFileSystem extends FileSystem {
         }
 
         @Override
-        public long getPos() throws IOException {
-            return out.getPos();
-        }
-
-        @Override
-        public void flush() throws IOException {
-            out.flush();
-        }
-
-        @Override
-        public void sync() throws IOException {
-            out.sync();
-        }
-
-        @Override
         public void close() throws IOException {
             out.close();
             if (!closed) {
                 closed = true;
                 WRITTEN.merge(path, bytes, Long::sum);
             }
-        }
-    }
-
-    /** HDFS's status under this file system's scheme. */
-    private final class OwnStatus implements FileStatus {
-        private final FileStatus status;
-
-        OwnStatus(FileStatus status) {
-            this.status = status;
-        }
-
-        @Override
-        public long getLen() {
-            return status.getLen();
-        }
-
-        @Override
-        public long getBlockSize() {
-            return status.getBlockSize();
-        }
-
-        @Override
-        public short getReplication() {
-            return status.getReplication();
-        }
-
-        @Override
-        public long getModificationTime() {
-            return status.getModificationTime();
-        }
-
-        @Override
-        public long getAccessTime() {
-            return status.getAccessTime();
-        }
-
-        @Override
-        public boolean isDir() {
-            return status.isDir();
-        }
-
-        @Override
-        public Path getPath() {
-            return toOwn(status.getPath());
         }
     }
 }

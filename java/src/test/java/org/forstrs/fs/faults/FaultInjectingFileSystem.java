@@ -6,6 +6,7 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.FileSystemFactory;
 import org.apache.flink.core.fs.Path;
 
+import org.forstrs.fs.ForwardingOutputStream;
 import org.forstrs.fs.LocalBackedFileSystem;
 
 import java.io.IOException;
@@ -114,12 +115,11 @@ public final class FaultInjectingFileSystem extends LocalBackedFileSystem {
     }
 
     /** A created file whose first write fails (the file stays, partly written). */
-    private static final class FailingOutput extends FSDataOutputStream {
-        private final FSDataOutputStream out;
+    private static final class FailingOutput extends ForwardingOutputStream {
         private final String path;
 
         FailingOutput(FSDataOutputStream out, String path) {
-            this.out = out;
+            super(out);
             this.path = path;
         }
 
@@ -135,26 +135,6 @@ public final class FaultInjectingFileSystem extends LocalBackedFileSystem {
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
             throw fault();
-        }
-
-        @Override
-        public long getPos() throws IOException {
-            return out.getPos();
-        }
-
-        @Override
-        public void flush() throws IOException {
-            out.flush();
-        }
-
-        @Override
-        public void sync() throws IOException {
-            out.sync();
-        }
-
-        @Override
-        public void close() throws IOException {
-            out.close();
         }
     }
 }
