@@ -15,6 +15,7 @@ pub use families::FamilyRegistry;
 use std::time::Instant;
 
 use crate::Result;
+use crate::lsm::column_family::prefix_successor;
 use crate::lsm::{Db, WriteBatch};
 use batch_writes::{BatchWrites, Seen};
 use scan::BatchScan;
@@ -48,7 +49,16 @@ pub fn execute_batch(
         .filter(|(_, seen)| matches!(seen, Some(Seen::OnStore(_))))
         .map(|(r, _)| (&r.cf, r.key))
         .collect();
-    let mut store_values = db.multi_get(&store_reads)?.into_iter();
+    // The scans' first blocks load in the same flight as the gets' blocks.
+    let scan_requests: Vec<&Request<'_>> = requests.iter().filter(|r| is_scan(r.op)).collect();
+    let scan_ends: Vec<Option<Vec<u8>>> =
+        scan_requests.iter().map(|r| prefix_successor(r.key)).collect();
+    let scans: Vec<_> = scan_requests
+        .iter()
+        .zip(&scan_ends)
+        .map(|(r, end)| (&r.cf, scan::start_key(r), end.as_deref()))
+        .collect();
+    let mut store_values = db.multi_get_and_prefetch(&store_reads, &scans)?.into_iter();
 
     let mut batch = WriteBatch::new();
     for (at, (request, seen)) in requests.iter().zip(seen).enumerate() {
@@ -82,6 +92,10 @@ pub fn execute_batch(
     db.write(&batch)?;
     db.record_batch(requests.len(), started.elapsed());
     Ok(written as i64)
+}
+
+fn is_scan(op: Op) -> bool {
+    matches!(op, Op::Scan { .. } | Op::PrefixExists)
 }
 
 /// The value of a put or merge (`BatchWrites::new` refused requests without one).

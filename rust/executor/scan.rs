@@ -10,6 +10,11 @@ use crate::lsm::{Db, DbIterator};
 use super::batch_writes::BatchWrites;
 use super::wire::Request;
 
+/// Where the store iterator of a scan request starts: its resume key, else its prefix.
+pub(super) fn start_key<'a>(request: &Request<'a>) -> &'a [u8] {
+    request.value.map_or(request.key, |resume_after| resume_after.max(request.key))
+}
+
 /// The visible entries under one prefix as the request at position `at` sees them.
 pub(super) struct BatchScan<'w, 'a> {
     store: DbIterator,
@@ -38,8 +43,7 @@ impl<'w, 'a> BatchScan<'w, 'a> {
             // step over every entry deleted before the resume key (fired timers, removed map
             // entries), so each chunk of a long scan would cost more than the last.
             Some(resume_after) => {
-                let start = resume_after.max(prefix);
-                let mut store = db.iter(&request.cf, Some(start), end.as_deref())?;
+                let mut store = db.iter(&request.cf, Some(start_key(request)), end.as_deref())?;
                 if store.valid() && store.key() == resume_after {
                     store.advance()?;
                 }

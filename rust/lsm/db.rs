@@ -15,12 +15,13 @@ use bytes::Bytes;
 
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::cache::BlockCache;
-use crate::lsm::column_family::{ColumnFamily, id_for_name, prefixed_key};
+use crate::lsm::column_family::{ColumnFamily, family_range, id_for_name, prefixed_key};
 use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo};
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::RangeTombstone;
+use crate::lsm::read::ScanRange;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
 use crate::lsm::stats::{DbStats, EngineCounters};
 use crate::lsm::ttl::{TtlFilter, TtlFilters};
@@ -301,15 +302,34 @@ impl Db {
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.check_family(cf)?;
         let key = prefixed_key(cf.id, key);
-        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key))?.pop().flatten())
+        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key), &[])?.pop().flatten())
     }
 
     /// Reads many keys of any column families at once; their block reads from storage are
     /// issued concurrently. Results are in the order of `keys`.
     pub fn multi_get(&self, keys: &[(&ColumnFamily, &[u8])]) -> Result<Vec<Option<Bytes>>> {
+        self.multi_get_and_prefetch(keys, &[])
+    }
+
+    /// `multi_get`, with the first blocks of the prefix scans the caller runs next loaded into
+    /// the block cache in the same flight of requests: a batch's gets, scans and prefix checks
+    /// wait for one round trip together, not one each.
+    pub fn multi_get_and_prefetch(
+        &self,
+        keys: &[(&ColumnFamily, &[u8])],
+        scans: &[ScanBounds<'_>],
+    ) -> Result<Vec<Option<Bytes>>> {
         keys.iter().try_for_each(|(cf, _)| self.inner.check_family(cf))?;
+        scans.iter().try_for_each(|(cf, _, _)| self.inner.check_family(cf))?;
         let keys: Vec<Bytes> = keys.iter().map(|(cf, key)| prefixed_key(cf.id, key)).collect();
-        read::multi_get(&self.inner, &keys)
+        let scans: Vec<ScanRange> = scans
+            .iter()
+            .map(|&(cf, start, end)| ScanRange {
+                start: prefixed_key(cf.id, start),
+                end: end.map_or_else(|| family_range(cf.id).1, |end| prefixed_key(cf.id, end)),
+            })
+            .collect();
+        read::multi_get(&self.inner, &keys, &scans)
     }
 
     /// Iterates the keys of `cf` in [start, end) (`None`: unbounded), as of now.
@@ -792,6 +812,10 @@ fn spawn_worker(name: &str, inner: &Arc<DbInner>, body: fn(&DbInner)) -> JoinHan
         .spawn(move || body(&inner))
         .expect("cannot spawn a background thread")
 }
+
+/// A range a caller is about to scan: family, start, and exclusive end (`None`: the family's
+/// end).
+pub type ScanBounds<'a> = (&'a ColumnFamily, &'a [u8], Option<&'a [u8]>);
 
 /// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
 /// taken first: every entry of its files was visible when they were installed, so the snapshot

@@ -1,19 +1,40 @@
 //! Point reads. Memtables answer first, in memory; keys they cannot settle walk the files newest
 //! to oldest. A batch of keys walks the files concurrently: each key is one future, and all of
 //! them are in flight at once, so N block reads from the DFS cost about one round trip, not N.
+//! The scans of the same batch load their first blocks in the same flight (`prefetch_scan`), so
+//! the iterators that follow find them in the block cache.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::future::try_join_all;
+use futures::future::{try_join, try_join_all};
 
 use crate::Result;
 use crate::lsm::db::{DbInner, SuperVersion, read_view};
 use crate::lsm::key::SeqNo;
 use crate::lsm::resolve::VersionResolver;
-use crate::lsm::version::Version;
+use crate::lsm::sst::{BlockHandle, Table};
+use crate::lsm::version::{TableFile, Version};
 use crate::storage::block_on;
 
-/// Values of prefixed `keys`, in order.
-pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes]) -> Result<Vec<Option<Bytes>>> {
+/// Data bytes a scan prefetches per file: the first blocks of a map's entries or a timer
+/// queue's head, not a whole range.
+const SCAN_PREFETCH_BYTES: u64 = 16 << 10;
+
+/// A prefixed key range [start, end) that the caller is about to iterate.
+pub(crate) struct ScanRange {
+    pub start: Bytes,
+    pub end: Bytes,
+}
+
+/// Values of prefixed `keys`, in order; meanwhile the first blocks of `scans` are loaded into the
+/// block cache, all of it one flight of requests.
+pub(crate) fn multi_get(
+    db: &DbInner,
+    keys: &[Bytes],
+    scans: &[ScanRange],
+) -> Result<Vec<Option<Bytes>>> {
     db.check_open()?;
     let (snapshot, sv) = read_view(db);
     let mut results = vec![None; keys.len()];
@@ -26,17 +47,69 @@ pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes]) -> Result<Vec<Option<Bytes
             pending.push((i, key, resolver));
         }
     }
-    if !pending.is_empty() {
-        let version = &sv.version;
-        let lookups = pending.into_iter().map(|(i, key, mut resolver)| async move {
-            resolve_in_files(version, key, snapshot, &mut resolver).await?;
-            Ok::<_, crate::Error>((i, resolver.into_value()))
-        });
-        for (i, value) in block_on(try_join_all(lookups))? {
-            results[i] = value;
-        }
+    if pending.is_empty() && scans.is_empty() {
+        return Ok(results);
+    }
+    let version = &sv.version;
+    let lookups = pending.into_iter().map(|(i, key, mut resolver)| async move {
+        resolve_in_files(version, key, snapshot, &mut resolver).await?;
+        Ok::<_, crate::Error>((i, resolver.into_value()))
+    });
+    // Prefetched blocks must still be cached when their scans run.
+    let prefetch_budget = db.cache.block_capacity() / 4;
+    let prefetch = prefetch_scans(version, scans, prefetch_budget);
+    let (values, ()) = block_on(try_join(try_join_all(lookups), prefetch))?;
+    for (i, value) in values {
+        results[i] = value;
     }
     Ok(results)
+}
+
+/// Loads the first blocks of every scan into the block cache, at most `budget` bytes: the tables'
+/// index partitions in one flight, then each table's blocks, deduplicated and coalesced, in a
+/// second.
+async fn prefetch_scans(version: &Version, scans: &[ScanRange], budget: u64) -> Result<()> {
+    let wanted = scans.iter().flat_map(|scan| files_to_prefetch(version, scan)).map(
+        |(file, scan)| async move {
+            let table = file.table().await?;
+            let start = scan.start.as_ref().max(file.smallest());
+            let blocks = table.blocks_to_prefetch(start, &scan.end, SCAN_PREFETCH_BYTES).await?;
+            Ok::<_, crate::Error>((table, blocks))
+        },
+    );
+    let mut per_table: HashMap<*const Table, (&Arc<Table>, Vec<BlockHandle>)> = HashMap::new();
+    for (table, blocks) in try_join_all(wanted).await? {
+        per_table.entry(Arc::as_ptr(table)).or_insert((table, Vec::new())).1.extend(blocks);
+    }
+    let mut left = budget;
+    let loads = per_table.into_values().map(|(table, mut blocks)| {
+        blocks.sort_by_key(|h| h.offset);
+        blocks.dedup_by_key(|h| h.offset);
+        let mut fit = 0;
+        while let Some(h) = blocks.get(fit).filter(|h| h.size <= left) {
+            left -= h.size;
+            fit += 1;
+        }
+        blocks.truncate(fit);
+        table.prefetch_blocks(blocks)
+    });
+    try_join_all(loads).await?;
+    Ok(())
+}
+
+/// The files a scan of `scan` reads: every level-0 file over the range and, in each deeper level
+/// (sorted, disjoint), those over it, usually one.
+fn files_to_prefetch<'a>(
+    version: &'a Version,
+    scan: &'a ScanRange,
+) -> impl Iterator<Item = (&'a Arc<TableFile>, &'a ScanRange)> + 'a {
+    let starts_before_end = |f: &&Arc<TableFile>| f.smallest() < scan.end.as_ref();
+    let level0 = version.levels[0].iter().filter(move |f| !f.ends_before(&scan.start));
+    let deeper = version.levels[1..].iter().flat_map(move |level| {
+        let first = level.partition_point(|f| f.ends_before(&scan.start));
+        level[first..].iter().take_while(starts_before_end)
+    });
+    level0.filter(starts_before_end).chain(deeper).map(move |f| (f, scan))
 }
 
 /// Highest sequence number of a range delete covering `key` at `snapshot`: a binary search in the

@@ -60,6 +60,11 @@ pub struct LatencyStats {
     pub bytes_written: u64,
     /// The most calls that were in flight at once: concurrent calls overlap their latency.
     pub max_in_flight: u64,
+    /// Calls that started while no other was in flight: the waits a caller sat through one after
+    /// another. Calls issued together (one `join`) count once; a call that must wait for the
+    /// answer of another counts again. Independent of timing, it never exceeds the length of the
+    /// longest chain of dependent calls.
+    pub round_trips: u64,
     /// Injected latency that calls finished waiting, summed over calls.
     pub delayed: Duration,
 }
@@ -73,6 +78,7 @@ struct Counters {
     bytes_written: AtomicU64,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
+    round_trips: AtomicU64,
     delayed_nanos: AtomicU64,
 }
 
@@ -89,6 +95,9 @@ impl Counters {
     fn call(&self) -> Call<'_> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let in_flight = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        if in_flight == 1 {
+            self.round_trips.fetch_add(1, Ordering::Relaxed);
+        }
         self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
         Call(self)
     }
@@ -136,6 +145,7 @@ impl LatencyStorage {
             writes: c.writes.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             max_in_flight: c.max_in_flight.load(Ordering::Relaxed),
+            round_trips: c.round_trips.load(Ordering::Relaxed),
             delayed: Duration::from_nanos(c.delayed_nanos.load(Ordering::Relaxed)),
         }
     }
@@ -143,7 +153,8 @@ impl LatencyStorage {
     pub fn reset_stats(&self) {
         let c = &self.counters;
         let counters = [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written];
-        for counter in counters.into_iter().chain([&c.max_in_flight, &c.delayed_nanos]) {
+        let peaks = [&c.max_in_flight, &c.round_trips, &c.delayed_nanos];
+        for counter in counters.into_iter().chain(peaks) {
             counter.store(0, Ordering::Relaxed);
         }
     }

@@ -139,6 +139,11 @@ impl Index {
         self.entries[i].handle
     }
 
+    /// The last user key of block `i`.
+    pub(crate) fn last_key(&self, i: usize) -> &[u8] {
+        &self.keys[self.entries[i].key.clone()]
+    }
+
     pub(crate) fn handles(&self) -> impl Iterator<Item = BlockHandle> + '_ {
         self.entries.iter().map(|e| e.handle)
     }

@@ -46,6 +46,7 @@ use crate::lsm::key::SeqNo;
 pub(crate) use block::Block;
 pub(crate) use bloom::Bloom;
 pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
+pub(crate) use handle::BlockHandle;
 pub(crate) use index::Index;
 pub use iter::TableIterator;
 pub use live::index_filter_live_bytes;
