@@ -5,16 +5,22 @@
 //! amplification (live SST bytes / user bytes), write amplification (bytes written by flush and
 //! compaction / user bytes) and peak RSS against the configured memory budget.
 //!
+//! The `ours-dfs` rows run ours on the latency-injected store over the same local directory
+//! (FLIP-423's HDFS: 1.5 ms per request), with `SCALE_DFS_READS` reads (each cold get waits for
+//! storage), against rocksdb on the local directory.
+//!
 //! Each row runs in a child process of its own (this binary, re-run with `SCALE_ROW` set), so
 //! rows do not share a peak: the child reads VmHWM from /proc/self/status at its end.
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
-//! SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800).
+//! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb ours ours-dfs", SCALE_DIR,
+//! SCALE_ROW_TIMEOUT_S=1800).
 
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use forst::lsm::{Db, DbOptions, WriteBatch};
-use forst::storage::{StorageOptions, open_storage};
+use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -112,9 +118,10 @@ fn user_bytes(keys: u64) -> f64 {
     (keys * (KEY_BYTES + VALUE_BYTES as u64)) as f64
 }
 
-/// The keys read: random existing keys, the same for both engines.
-fn read_keys(keys: u64, reads: u64) -> Vec<Vec<u8>> {
-    let mut rng = StdRng::seed_from_u64(7);
+/// The keys read: random existing keys, the same for every engine; gets and multi_gets draw
+/// different ones (`seed`), so multi_gets do not find the gets' blocks cached.
+fn read_keys(keys: u64, reads: u64, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = StdRng::seed_from_u64(seed);
     (0..reads).map(|_| key(rng.random_range(0..keys))).collect()
 }
 
@@ -122,9 +129,16 @@ fn per_s(n: u64, since: Instant) -> f64 {
     n as f64 / since.elapsed().as_secs_f64()
 }
 
-fn run_ours(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
+/// Latency of the `ours-dfs` rows' store per request.
+const DFS_LATENCY: Duration = Duration::from_micros(1500);
+
+fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
     let url = format!("file://{}", dir.display());
-    let storage = open_storage(&url, &StorageOptions::default()).unwrap();
+    let mut storage = open_storage(&url, &StorageOptions::default()).unwrap();
+    if dfs {
+        storage =
+            Arc::new(LatencyStorage::new(storage, Latency::per_call(DFS_LATENCY))) as StorageRef;
+    }
     let options = DbOptions {
         block_cache_bytes: BLOCK_CACHE,
         memtable_bytes: MEMTABLE,
@@ -148,14 +162,15 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
     let load = per_s(keys, start);
     let stats = db.stats();
 
-    let probes = read_keys(keys, reads);
+    let probes = read_keys(keys, reads, 7);
     let start = Instant::now();
     for k in &probes {
         assert!(db.get(&cf, k).unwrap().is_some());
     }
     let get = per_s(reads, start);
+    let batched = read_keys(keys, reads, 8);
     let start = Instant::now();
-    for chunk in probes.chunks(BATCH as usize) {
+    for chunk in batched.chunks(BATCH as usize) {
         let request: Vec<_> = chunk.iter().map(|k| (&cf, &k[..])).collect();
         assert!(db.multi_get(&request).unwrap().iter().all(Option::is_some));
     }
@@ -223,14 +238,15 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
         + rocks_ticker(&stats, "rocksdb.compact.write.bytes");
     let live = db.property_int_value_cf(cf, "rocksdb.live-sst-files-size").unwrap().unwrap_or(0);
 
-    let probes = read_keys(keys, reads);
+    let probes = read_keys(keys, reads, 7);
     let start = Instant::now();
     for k in &probes {
         assert!(db.get_pinned_cf(cf, k).unwrap().is_some());
     }
     let get = per_s(reads, start);
+    let batched = read_keys(keys, reads, 8);
     let start = Instant::now();
-    for chunk in probes.chunks(BATCH as usize) {
+    for chunk in batched.chunks(BATCH as usize) {
         let got = db.batched_multi_get_cf(cf, chunk, false);
         assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
     }
@@ -249,11 +265,16 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
 fn child(spec: &str) {
     let (engine, keys) = spec.split_once(':').expect("SCALE_ROW is engine:keys");
     let keys: u64 = keys.parse().unwrap();
-    let reads = env_u64("SCALE_READS", 200_000).min(keys);
+    let reads = match engine {
+        "ours-dfs" => env_u64("SCALE_DFS_READS", 20_000),
+        _ => env_u64("SCALE_READS", 200_000),
+    }
+    .min(keys);
     let base = env_or("SCALE_DIR", &std::env::temp_dir().display().to_string());
     let dir = tempfile::tempdir_in(base).unwrap();
     let row = match engine {
-        "ours" => run_ours(dir.path(), keys, reads),
+        "ours" => run_ours(dir.path(), keys, reads, false),
+        "ours-dfs" => run_ours(dir.path(), keys, reads, true),
         "rocksdb" => run_rocks(dir.path(), keys, reads),
         other => panic!("unknown engine {other}"),
     };
@@ -307,21 +328,27 @@ fn main() {
     let timeout = Duration::from_secs(env_u64("SCALE_ROW_TIMEOUT_S", 1800));
     let budget_mib = budget() as f64 / MIB;
     println!(
-        "scale: 16-byte keys, 100-byte values, local directory; budget {budget_mib:.0} MiB \
-         (block cache {} MiB + {} x {} MiB memtables), reads {}",
+        "scale: 16-byte keys, 100-byte values, local directory (ours-dfs: behind {} ms per \
+         request); budget {budget_mib:.0} MiB (block cache {} MiB + {} x {} MiB memtables), reads \
+         {} (ours-dfs: {})",
+        DFS_LATENCY.as_secs_f64() * 1e3,
         BLOCK_CACHE >> 20,
         FROZEN + 1,
         MEMTABLE >> 20,
-        env_u64("SCALE_READS", 200_000)
+        env_u64("SCALE_READS", 200_000),
+        env_u64("SCALE_DFS_READS", 20_000)
     );
     println!(
         "| keys | engine | load/s | get/s | multi_get/s | space amp | write amp | peak RSS MiB | RSS - budget MiB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
+    let engines = env_or("SCALE_ENGINES", "rocksdb ours ours-dfs");
     for keys in sizes {
-        let rocks = run_row("rocksdb", keys, timeout);
-        let ours = run_row("ours", keys, timeout);
-        for (name, row) in [("rocksdb", &rocks), ("ours", &ours)] {
+        let rows: Vec<(&str, Option<Row>)> = engines
+            .split_whitespace()
+            .map(|engine| (engine, run_row(engine, keys, timeout)))
+            .collect();
+        for (name, row) in &rows {
             if let Some(r) = row {
                 println!(
                     "| {keys} | {name} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:+.0} |",
@@ -335,9 +362,12 @@ fn main() {
                 );
             }
         }
-        if let (Some(r), Some(o)) = (&rocks, &ours) {
+        let rocks = rows.iter().find(|(name, _)| *name == "rocksdb").and_then(|(_, r)| r.as_ref());
+        let ours = rows.iter().filter(|(name, _)| name.starts_with("ours"));
+        for (name, o) in ours.filter_map(|(name, row)| Some((name, row.as_ref()?))) {
+            let Some(r) = rocks else { break };
             println!(
-                "| {keys} | ours/rocksdb | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
+                "| {keys} | {name}/rocksdb | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
                 o.load_per_s / r.load_per_s,
                 o.get_per_s / r.get_per_s,
                 o.multi_get_per_s / r.multi_get_per_s,
