@@ -54,7 +54,10 @@ impl Default for DbOptions {
             // compaction as RocksDB's trigger of 4 (write amplification, benches/scale.rs).
             l0_compaction_trigger: 6,
             l0_stop_trigger: 24,
-            l1_target_bytes: 128 << 20,
+            // RocksDB's and Flink's ForSt's `max-size-level-base`: a smaller L1 adds a level
+            // sooner, and each level rewrites the data once more (16M keys: write amplification
+            // 3.5 at 128 MiB vs RocksDB's 2.6).
+            l1_target_bytes: 256 << 20,
             level_size_multiplier: 10,
             compaction_readahead_bytes: 2 << 20,
             auto_compaction: true,
