@@ -17,7 +17,8 @@
 # cache.size-based-limit CACHE_SIZE; "off" sets size-based-limit and reserve-size to 0, which turns
 # off both backends' caches). Rounds are interleaved (backend order reversed every other round);
 # prints each run, then per configuration the medians of records/s, the ratio ours / Flink's ForSt,
-# CPU seconds and peak RSS of the JVM, and the calls to slowfs (opens, reads, files created).
+# CPU seconds and peak RSS of the JVM, the calls to slowfs (opens, reads, files created), and with
+# checkpoints the checkpoints completed (ours / Flink's).
 # Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
 # CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), CHECKPOINT_MS (2000); CONFIGS
 # (default "local-off local-on slow-off slow-on local-cp").
@@ -76,17 +77,18 @@ run() {
         echo "bench-flink-forst: $backend $config failed" >&2
         exit 1
     }
-    local rate cpu rss opens reads creates
+    local rate cpu rss opens reads creates checkpoints
     rate=$(value 'records/s' "$out")
     cpu=$(value 'cpu seconds' "$out")
     rss=$(value 'peak rss MiB' "$out")
     opens=$(value 'slowfs opens' "$out")
     reads=$(value 'slowfs reads' "$out")
     creates=$(value 'slowfs creates' "$out")
+    checkpoints=$(value 'checkpoints' "$out")
     [[ -n $rate ]] || { echo "$out" | tail -50 >&2; echo "bench-flink-forst: no records/s" >&2; exit 1; }
-    printf '%-6s %-9s %9s rec/s  cpu %6s s  rss %5s MiB  %s\n' "$backend" "$config" "$rate" \
-        "$cpu" "$rss" "$(grep '^slowfs:' <<<"$out")" >&2
-    echo "$backend $config $rate $cpu $rss $opens $reads $creates" >>"$results"
+    printf '%-6s %-9s %9s rec/s  cpu %6s s  rss %5s MiB  checkpoints %3s  %s\n' "$backend" \
+        "$config" "$rate" "$cpu" "$rss" "$checkpoints" "$(grep '^slowfs:' <<<"$out")" >&2
+    echo "$backend $config $rate $cpu $rss $opens $reads $creates $checkpoints" >>"$results"
 }
 
 for ((round = 1; round <= rounds; round++)); do
@@ -114,7 +116,8 @@ for config in "${configs[@]}"; do
     ratio=$(awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "%.2f", o / t}')
     calls() { echo "$(median 6 "$1" "$config") / $(median 7 "$1" "$config") / $(median 8 "$1" "$config")"; }
     caches=${config#*-}
-    [[ $caches == cp ]] && caches="off, checkpoints every $((checkpoint_ms / 1000)) s"
+    [[ $caches == cp ]] && caches="off, checkpoints every $((checkpoint_ms / 1000)) s\
+ ($(median 9 ours "$config") / $(median 9 flink "$config") completed)"
     echo "| ${config%-*} | $caches | $ours | $theirs | $ratio |" \
         "$(median 4 ours "$config") / $(median 4 flink "$config") |" \
         "$(median 5 ours "$config") / $(median 5 flink "$config") | $(calls ours) | $(calls flink) |"

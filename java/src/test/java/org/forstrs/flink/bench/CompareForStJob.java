@@ -76,6 +76,7 @@ public final class CompareForStJob {
         System.out.printf("records/s: %.0f%n", records / seconds);
         System.out.printf("job seconds: %.2f%n", seconds);
         System.out.printf("cpu seconds: %.2f%n", cpuNanos() / 1e9);
+        System.out.printf("checkpoints: %d%n", CheckpointCounter.completed());
         System.out.printf("peak rss MiB: %.0f%n", peakRssKib() / 1024.0);
         System.out.printf("slowfs: %s%n", SlowFsCounters.summary());
         System.out.printf("slowfs opens: %d%n", SlowFsCounters.opens());
