@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # ForSt-RS vs Flink's own ForSt (org.apache.flink:flink-statebackend-forst 2.3.0, the C++ ForSt
-# through JNI) as real Flink jobs on a local MiniCluster: the word count with async ValueState
-# (CompareForStJob: one read and one write per record), checkpoints off, the same managed memory.
+# through JNI) as real Flink jobs on a local MiniCluster, the same managed memory, one of two jobs
+# (JOB): "wordcount", the word count with async ValueState (CompareForStJob: one read and one
+# write per record), or "window", a keyed tumbling event-time window sum with async state over
+# KEYS keys (AsyncWindowAggregate: 10 windows over the input; per record a reducing state read
+# and write and a timer, per key and window a firing that reads and clears).
 # Each backend runs in its own JVM (our jar shadows Flink's ForStStateBackendFactory, so Flink's
-# ForSt runs with our jar off the class path) in four configurations:
-#   local       primary dir on a local directory (file://)
-#   slow        primary dir on slowfs:// (org.forstrs.fs.bench.SlowFileSystem: the local files with
-#               SLOW_OPEN_US per open and SLOW_READ_US per read call, like a DFS)
-# each without and with its local disk cache (state.backend.forst.cache.dir +
+# ForSt runs with our jar off the class path) in five configurations:
+#   local-off, local-on   primary dir on a local directory (file://)
+#   slow-off, slow-on     primary dir on slowfs:// (org.forstrs.fs.bench.SlowFileSystem: the
+#                         local files with SLOW_OPEN_US per open and SLOW_READ_US per read call,
+#                         like a DFS)
+#   local-cp              local-off with incremental checkpoints every CHECKPOINT_MS to a local
+#                         directory
+# "off" / "on": without and with the local disk cache (state.backend.forst.cache.dir +
 # cache.size-based-limit CACHE_SIZE; "off" sets size-based-limit and reserve-size to 0, which turns
 # off both backends' caches). Rounds are interleaved (backend order reversed every other round);
 # prints each run, then per configuration the medians of records/s, the ratio ours / Flink's ForSt,
-# CPU seconds and peak RSS of the JVM, and the calls to slowfs (opens, reads, files created).
+# CPU seconds and peak RSS of the JVM, the calls to slowfs (opens, reads, files created), and with
+# checkpoints the checkpoints completed (ours / Flink's).
 # Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
-# CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500); CONFIGS (default
-# "local-off local-on slow-off slow-on").
+# CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), CHECKPOINT_MS (2000); CONFIGS
+# (default "local-off local-on slow-off slow-on local-cp").
 source "$(dirname "$0")/lib/bench-jvm.sh" flink-forst
 rounds=${ROUNDS:-3}
 keys=${KEYS:-1000000}
@@ -24,7 +31,14 @@ managed=${MANAGED_MEMORY:-32m}
 cache_size=${CACHE_SIZE:-1gb}
 slow_open=${SLOW_OPEN_US:-1500}
 slow_read=${SLOW_READ_US:-1500}
-read -r -a configs <<<"${CONFIGS:-local-off local-on slow-off slow-on}"
+checkpoint_ms=${CHECKPOINT_MS:-2000}
+job=${JOB:-wordcount}
+read -r -a configs <<<"${CONFIGS:-local-off local-on slow-off slow-on local-cp}"
+case $job in
+wordcount) job_name="word count, async ValueState" ;;
+window) job_name="tumbling event-time window sum, async state (10 windows)" ;;
+*) echo "bench-flink-forst: JOB must be wordcount or window, not $job" >&2; exit 1 ;;
+esac
 
 grep -q flink-statebackend-forst-2.3.0 <<<"$classpath" || {
     echo "bench-flink-forst: flink-statebackend-forst 2.3.0 is not on the test class path" >&2
@@ -39,11 +53,16 @@ value() {
 # run <backend: ours|flink> <config>: appends "<backend> <config> <records/s> <cpu s> <rss MiB>
 # <opens> <reads> <creates>" to the results
 run() {
-    local backend=$1 config=$2 storage=${2%-*} cache=${2#*-} cp out dir
+    local backend=$1 config=$2 storage=${2%-*} cache=${2#*-} cp out dir checkpoint_args=()
     cp="java/target/test-classes:$classpath"
     [[ $backend == ours ]] && cp="$jar:$cp"
-    rm -rf "$work/state" "$work/local" "$work/cache"
+    rm -rf "$work/state" "$work/local" "$work/cache" "$work/checkpoints"
     mkdir -p "$work/state"
+    if [[ $cache == cp ]]; then
+        cache=off
+        checkpoint_args=(--checkpoint-interval "$checkpoint_ms"
+            --checkpoint-dir "file://$work/checkpoints")
+    fi
     dir="file://$work/state"
     [[ $storage == slow ]] && dir="slowfs://$work/state"
     local cache_args=(--state.backend.forst.cache.size-based-limit 0
@@ -51,24 +70,25 @@ run() {
     [[ $cache == on ]] && cache_args=(--state.backend.forst.cache.dir "$work/cache"
         --state.backend.forst.cache.size-based-limit "$cache_size")
     out=$("$java" -Dslowfs.open-delay-us="$slow_open" -Dslowfs.read-delay-us="$slow_read" \
-        -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+        -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${checkpoint_args[@]}" \
         --dir "$dir" --local-dir "$work/local" --keys "$keys" --records "$records" \
         --parallelism "$parallelism" --managed-memory "$managed" "${cache_args[@]}" 2>&1) || {
         echo "$out" | tail -50 >&2
         echo "bench-flink-forst: $backend $config failed" >&2
         exit 1
     }
-    local rate cpu rss opens reads creates
+    local rate cpu rss opens reads creates checkpoints
     rate=$(value 'records/s' "$out")
     cpu=$(value 'cpu seconds' "$out")
     rss=$(value 'peak rss MiB' "$out")
     opens=$(value 'slowfs opens' "$out")
     reads=$(value 'slowfs reads' "$out")
     creates=$(value 'slowfs creates' "$out")
+    checkpoints=$(value 'checkpoints' "$out")
     [[ -n $rate ]] || { echo "$out" | tail -50 >&2; echo "bench-flink-forst: no records/s" >&2; exit 1; }
-    printf '%-6s %-9s %9s rec/s  cpu %6s s  rss %5s MiB  %s\n' "$backend" "$config" "$rate" \
-        "$cpu" "$rss" "$(grep '^slowfs:' <<<"$out")" >&2
-    echo "$backend $config $rate $cpu $rss $opens $reads $creates" >>"$results"
+    printf '%-6s %-9s %9s rec/s  cpu %6s s  rss %5s MiB  checkpoints %3s  %s\n' "$backend" \
+        "$config" "$rate" "$cpu" "$rss" "$checkpoints" "$(grep '^slowfs:' <<<"$out")" >&2
+    echo "$backend $config $rate $cpu $rss $opens $reads $creates $checkpoints" >>"$results"
 }
 
 for ((round = 1; round <= rounds; round++)); do
@@ -83,9 +103,10 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo
-echo "word count, async ValueState: $keys keys, $records records, parallelism $parallelism," \
-    "managed memory $managed, checkpoints off; slowfs $slow_open us per open, $slow_read us per" \
-    "read; disk cache $cache_size when on; medians of $rounds rounds"
+echo "$job_name: $keys keys, $records records, parallelism $parallelism," \
+    "managed memory $managed, checkpoints off except local-cp (every $checkpoint_ms ms); slowfs" \
+    "$slow_open us per open, $slow_read us per read; disk cache $cache_size when on; medians of" \
+    "$rounds rounds"
 echo
 echo "| storage | disk caches | ours rec/s | Flink's ForSt rec/s | ours / Flink's | CPU s ours / Flink's | peak RSS MiB ours / Flink's | slowfs opens / reads / files created, ours | same, Flink's |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -94,7 +115,10 @@ for config in "${configs[@]}"; do
     theirs=$(median 3 flink "$config")
     ratio=$(awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "%.2f", o / t}')
     calls() { echo "$(median 6 "$1" "$config") / $(median 7 "$1" "$config") / $(median 8 "$1" "$config")"; }
-    echo "| ${config%-*} | ${config#*-} | $ours | $theirs | $ratio |" \
+    caches=${config#*-}
+    [[ $caches == cp ]] && caches="off, checkpoints every $((checkpoint_ms / 1000)) s\
+ ($(median 9 ours "$config") / $(median 9 flink "$config") completed)"
+    echo "| ${config%-*} | $caches | $ours | $theirs | $ratio |" \
         "$(median 4 ours "$config") / $(median 4 flink "$config") |" \
         "$(median 5 ours "$config") / $(median 5 flink "$config") | $(calls ours) | $(calls flink) |"
 done

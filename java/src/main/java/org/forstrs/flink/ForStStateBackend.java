@@ -61,14 +61,27 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
     private static final long MIN_BLOCK_CACHE_BYTES = 1L << 20;
 
     /**
-     * Memtables kept by the engine at once unless configured: one active plus frozen ones waiting
-     * for flush.
+     * Memtables kept by the engine at once unless configured: one active plus one frozen waiting
+     * for flush, as Flink's {@code writebuffer.count} (2). The budget's write buffers split in
+     * fewer, larger memtables: fewer flushes, files and compactions, which a remote store charges
+     * per request and per file.
      */
-    static final int MEMTABLES = 3;
+    static final int MEMTABLES = 2;
+
+    /**
+     * SST sizes when the DB lives on a remote file system (not file://) and none is configured:
+     * Flink's {@code compaction.level.target-file-size-base} and {@code max-size-level-base}, twice
+     * the engine's defaults, so compaction writes half as many files there.
+     */
+    static final long REMOTE_TARGET_FILE_BYTES = 64L << 20;
+
+    static final long REMOTE_L1_TARGET_BYTES = 256L << 20;
 
     private static final String MEMTABLE_BYTES = "memtable-bytes";
     private static final String MAX_FROZEN_MEMTABLES = "max-frozen-memtables";
     private static final String BLOCK_CACHE_BYTES = "block-cache-bytes";
+    private static final String TARGET_FILE_BYTES = "target-file-bytes";
+    private static final String L1_TARGET_BYTES = "l1-target-bytes";
 
     /** The {@code state.backend.forst.*} keys set explicitly on this instance. */
     private final Map<String, String> explicitSettings;
@@ -183,7 +196,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 ForStSyncKeyedStateBackend.open(
                         parameters,
                         dbUri,
-                        nativeOptions(memory, cacheBaseDir(env)),
+                        nativeOptions(memory, cacheBaseDir(env), dbUri),
                         latencyTrackingConfigBuilder
                                 .setMetricGroup(parameters.getMetricGroup())
                                 .build(),
@@ -220,7 +233,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         parameters,
                         env.getExecutionConfig(),
                         dbUri,
-                        nativeOptions(memory, cacheBaseDir(env)),
+                        nativeOptions(memory, cacheBaseDir(env), dbUri),
                         config.isInlineCoordinator() ? 0 : config.getBatchThreads());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -373,11 +386,15 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
      * The options of {@code ForStNative.open}: the configured engine options, under a memory
      * budget its block cache size and its memtable share as the memtable cap (a configured
      * memtable size stays if smaller, as RocksDB's write buffer size under a write buffer
-     * manager), and the storage keys (the disk cache's under {@code cacheBaseDir} unless
-     * cache.dir is set).
+     * manager), larger SSTs for a DB at a remote {@code dbUri} unless configured, and the storage
+     * keys (the disk cache's under {@code cacheBaseDir} unless cache.dir is set).
      */
-    String[] nativeOptions(long[] memory, File cacheBaseDir) {
+    String[] nativeOptions(long[] memory, File cacheBaseDir, String dbUri) {
         Map<String, String> engine = new LinkedHashMap<>(config.getEngineOptions());
+        if (isRemote(dbUri)) {
+            engine.putIfAbsent(TARGET_FILE_BYTES, Long.toString(REMOTE_TARGET_FILE_BYTES));
+            engine.putIfAbsent(L1_TARGET_BYTES, Long.toString(REMOTE_L1_TARGET_BYTES));
+        }
         if (memory[0] != 0) {
             String configured = engine.get(MEMTABLE_BYTES);
             long memtable =
@@ -398,6 +415,20 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         options.addAll(config.getS3().nativeOptions());
         options.addAll(config.getDiskCache().nativeOptions(cacheBaseDir));
         return options.toArray(new String[0]);
+    }
+
+    /** {@link #nativeOptions(long[], File, String)} for a DB on the local file system. */
+    String[] nativeOptions(long[] memory, File cacheBaseDir) {
+        return nativeOptions(memory, cacheBaseDir, null);
+    }
+
+    /** Whether {@code dbUri} names a file system other than the local one (null: local). */
+    static boolean isRemote(String dbUri) {
+        if (dbUri == null) {
+            return false;
+        }
+        String scheme = new Path(dbUri).toUri().getScheme();
+        return scheme != null && !scheme.equalsIgnoreCase("file");
     }
 
     @Override

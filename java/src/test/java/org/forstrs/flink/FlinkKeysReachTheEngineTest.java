@@ -112,6 +112,40 @@ class FlinkKeysReachTheEngineTest {
         assertThat(largeShare).containsEntry("memtable-bytes", Long.toString(3L << 20));
     }
 
+    @Test
+    void aRemoteDbWritesFlinksLargerFilesUnlessConfigured(@TempDir Path dir) {
+        Map<String, String> remote =
+                inEffect(
+                        dir.resolve("a"),
+                        backend(Map.of())
+                                .nativeOptions(new long[] {0, 0}, dir.toFile(), "s3://b/db"));
+        assertThat(remote)
+                .containsEntry(
+                        "target-file-bytes",
+                        Long.toString(ForStStateBackend.REMOTE_TARGET_FILE_BYTES))
+                .containsEntry(
+                        "l1-target-bytes", Long.toString(ForStStateBackend.REMOTE_L1_TARGET_BYTES));
+        Map<String, String> configured =
+                inEffect(
+                        dir.resolve("b"),
+                        backend(Map.of(P + "compaction.level.target-file-size-base", "2mb"))
+                                .nativeOptions(new long[] {0, 0}, dir.toFile(), "s3://b/db"));
+        assertThat(configured)
+                .containsEntry("target-file-bytes", Long.toString(2L << 20))
+                .containsEntry(
+                        "l1-target-bytes", Long.toString(ForStStateBackend.REMOTE_L1_TARGET_BYTES));
+        Map<String, String> defaults = inEffect(dir.resolve("c"), new String[0]);
+        Map<String, String> local =
+                inEffect(
+                        dir.resolve("d"),
+                        backend(Map.of())
+                                .nativeOptions(
+                                        new long[] {0, 0}, dir.toFile(), dir.toUri().toString()));
+        assertThat(local).isEqualTo(defaults);
+        assertThat(ForStStateBackend.isRemote("/tmp/db")).isFalse();
+        assertThat(ForStStateBackend.isRemote("hdfs://nn/db")).isTrue();
+    }
+
     /** Entry files of the disk cache in {@code dir} (none if it does not exist). */
     private static List<Path> cacheEntries(Path dir) throws IOException {
         if (!Files.isDirectory(dir)) {

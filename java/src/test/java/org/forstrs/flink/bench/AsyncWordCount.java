@@ -20,6 +20,8 @@ final class AsyncWordCount {
     /** {@code records} words over {@code keys} distinct keys, counted, results discarded. */
     static void addTo(StreamExecutionEnvironment env, long records, long keys) {
         env.fromSequence(0, records - 1)
+                .map(new CheckpointCounter<>())
+                .returns(Types.LONG)
                 .map(i -> "word-" + Math.floorMod(i * 0x9E3779B97F4A7C15L, keys))
                 .returns(Types.STRING)
                 .keyBy(w -> w)

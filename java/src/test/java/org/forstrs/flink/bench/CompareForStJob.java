@@ -1,6 +1,7 @@
 package org.forstrs.flink.bench;
 
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -12,21 +13,25 @@ import org.forstrs.fs.bench.SlowFsCounters;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The word count of {@link AsyncWordCount} (async ValueState, one read and one write per record) on
- * whichever backend {@code state.backend.type: forst} resolves to in this JVM: ForSt-RS when its
- * jar is on the class path first, Flink's ForSt otherwise. So this class uses Flink and test
+ * The word count of {@link AsyncWordCount} (async ValueState, one read and one write per record) or
+ * the window aggregate of {@link AsyncWindowAggregate} ({@code --job window}) on whichever backend
+ * {@code state.backend.type: forst} resolves to in this JVM: ForSt-RS when its jar is on the class
+ * path first, Flink's ForSt otherwise. So this class uses Flink and test
  * classes only, never ForSt-RS's. Prints one line per measure for {@code
  * scripts/bench-flink-forst.sh}: records/s, CPU seconds of the JVM, its peak RSS, and the calls
  * to the {@code slowfs://} file system.
  *
- * <p>Arguments: {@code --dir <primary dir URI>} (file:// or slowfs://), {@code --local-dir},
- * {@code --keys}, {@code --records}, {@code --parallelism}, {@code --managed-memory}, and any
- * {@code --state.backend.forst.<key> <value>} (the disk cache keys).
+ * <p>Arguments: {@code --job wordcount|window}, {@code --dir <primary dir URI>} (file:// or
+ * slowfs://), {@code --local-dir}, {@code --keys}, {@code --records}, {@code --parallelism},
+ * {@code --managed-memory}, {@code --checkpoint-interval <ms>} with {@code --checkpoint-dir <URI>}
+ * (incremental checkpoints; 0, the default: none), and any {@code --state.backend.forst.<key>
+ * <value>} (the disk cache keys).
  */
 public final class CompareForStJob {
 
@@ -48,16 +53,30 @@ public final class CompareForStJob {
         config.set(
                 TaskManagerOptions.MANAGED_MEMORY_SIZE,
                 MemorySize.parse(options.getOrDefault("managed-memory", "32m")));
+        long checkpointMillis = Long.parseLong(options.getOrDefault("checkpoint-interval", "0"));
+        if (checkpointMillis > 0) {
+            config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, options.get("checkpoint-dir"));
+            config.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
+            config.set(
+                    CheckpointingOptions.CHECKPOINTING_INTERVAL,
+                    Duration.ofMillis(checkpointMillis));
+        }
         BenchArgs.copyForStOptions(options, config);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
-        AsyncWordCount.addTo(env, records, keys);
-        JobExecutionResult result = env.execute("word count, backend comparison");
+        String job = options.getOrDefault("job", "wordcount");
+        switch (job) {
+            case "wordcount" -> AsyncWordCount.addTo(env, records, keys);
+            case "window" -> AsyncWindowAggregate.addTo(env, records, keys);
+            default -> throw new IllegalArgumentException("--job: wordcount or window, not " + job);
+        }
+        JobExecutionResult result = env.execute(job + ", backend comparison");
 
         double seconds = result.getNetRuntime(TimeUnit.MILLISECONDS) / 1000.0;
         System.out.printf("records/s: %.0f%n", records / seconds);
         System.out.printf("job seconds: %.2f%n", seconds);
         System.out.printf("cpu seconds: %.2f%n", cpuNanos() / 1e9);
+        System.out.printf("checkpoints: %d%n", CheckpointCounter.completed());
         System.out.printf("peak rss MiB: %.0f%n", peakRssKib() / 1024.0);
         System.out.printf("slowfs: %s%n", SlowFsCounters.summary());
         System.out.printf("slowfs opens: %d%n", SlowFsCounters.opens());
