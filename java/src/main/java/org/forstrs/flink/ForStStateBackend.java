@@ -69,19 +69,16 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
     static final int MEMTABLES = 2;
 
     /**
-     * SST sizes when the DB lives on a remote file system (not file://) and none is configured:
-     * Flink's {@code compaction.level.target-file-size-base} and {@code max-size-level-base}, twice
-     * the engine's defaults, so compaction writes half as many files there.
+     * SST size when the DB lives on a remote file system (not file://) and none is configured:
+     * Flink's {@code compaction.level.target-file-size-base}, twice the engine's default, so
+     * compaction writes half as many files there. (L1's target is Flink's 256 MB everywhere.)
      */
     static final long REMOTE_TARGET_FILE_BYTES = 64L << 20;
-
-    static final long REMOTE_L1_TARGET_BYTES = 256L << 20;
 
     private static final String MEMTABLE_BYTES = "memtable-bytes";
     private static final String MAX_FROZEN_MEMTABLES = "max-frozen-memtables";
     private static final String BLOCK_CACHE_BYTES = "block-cache-bytes";
     private static final String TARGET_FILE_BYTES = "target-file-bytes";
-    private static final String L1_TARGET_BYTES = "l1-target-bytes";
 
     /** The {@code state.backend.forst.*} keys set explicitly on this instance. */
     private final Map<String, String> explicitSettings;
@@ -393,7 +390,6 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         Map<String, String> engine = new LinkedHashMap<>(config.getEngineOptions());
         if (isRemote(dbUri)) {
             engine.putIfAbsent(TARGET_FILE_BYTES, Long.toString(REMOTE_TARGET_FILE_BYTES));
-            engine.putIfAbsent(L1_TARGET_BYTES, Long.toString(REMOTE_L1_TARGET_BYTES));
         }
         if (memory[0] != 0) {
             String configured = engine.get(MEMTABLE_BYTES);

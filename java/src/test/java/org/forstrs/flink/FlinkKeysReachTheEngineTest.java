@@ -123,17 +123,14 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry(
                         "target-file-bytes",
                         Long.toString(ForStStateBackend.REMOTE_TARGET_FILE_BYTES))
-                .containsEntry(
-                        "l1-target-bytes", Long.toString(ForStStateBackend.REMOTE_L1_TARGET_BYTES));
+                .containsEntry("l1-target-bytes", Long.toString(256L << 20));
         Map<String, String> configured =
                 inEffect(
                         dir.resolve("b"),
                         backend(Map.of(P + "compaction.level.target-file-size-base", "2mb"))
                                 .nativeOptions(new long[] {0, 0}, dir.toFile(), "s3://b/db"));
         assertThat(configured)
-                .containsEntry("target-file-bytes", Long.toString(2L << 20))
-                .containsEntry(
-                        "l1-target-bytes", Long.toString(ForStStateBackend.REMOTE_L1_TARGET_BYTES));
+                .containsEntry("target-file-bytes", Long.toString(2L << 20));
         Map<String, String> defaults = inEffect(dir.resolve("c"), new String[0]);
         Map<String, String> local =
                 inEffect(
