@@ -62,8 +62,9 @@ pub struct LatencyStats {
     pub max_in_flight: u64,
     /// Calls that started while no other was in flight: the waits a caller sat through one after
     /// another. Calls issued together (one `join`) count once; a call that must wait for the
-    /// answer of another counts again. Independent of timing, it never exceeds the length of the
-    /// longest chain of dependent calls.
+    /// answer of another counts again. Timing can only lower the count (a call issued while an
+    /// unrelated one is still in flight joins its wait), never raise it past the longest chain of
+    /// calls that wait for each other.
     pub round_trips: u64,
     /// Injected latency that calls finished waiting, summed over calls.
     pub delayed: Duration,
@@ -152,9 +153,9 @@ impl LatencyStorage {
 
     pub fn reset_stats(&self) {
         let c = &self.counters;
-        let counters = [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written];
-        let peaks = [&c.max_in_flight, &c.round_trips, &c.delayed_nanos];
-        for counter in counters.into_iter().chain(peaks) {
+        let totals = [&c.calls, &c.reads, &c.bytes_read, &c.writes, &c.bytes_written];
+        let flights = [&c.max_in_flight, &c.round_trips, &c.delayed_nanos];
+        for counter in totals.into_iter().chain(flights) {
             counter.store(0, Ordering::Relaxed);
         }
     }
