@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::FutureExt;
 use futures::future::{try_join, try_join_all};
 
 use crate::Result;
@@ -51,18 +52,33 @@ pub(crate) fn multi_get(
         return Ok(results);
     }
     let version = &sv.version;
-    let lookups = pending.into_iter().map(|(i, key, mut resolver)| async move {
-        resolve_in_files(version, key, snapshot, &mut resolver).await?;
-        Ok::<_, crate::Error>((i, resolver.into_value()))
-    });
     // Prefetched blocks must still be cached when their scans run.
     let prefetch_budget = db.cache.block_capacity() / 4;
-    let prefetch = prefetch_scans(version, scans, prefetch_budget);
-    let (values, ()) = block_on(try_join(try_join_all(lookups), prefetch))?;
-    for (i, value) in values {
-        results[i] = value;
-    }
-    Ok(results)
+    block_on(async {
+        // Each lookup runs as far as it can at once: one whose blocks are cached or on a local
+        // disk finishes there, and only those waiting for storage stay in the join. A join of
+        // every lookup would hold all their states (a few KiB each) at once.
+        let mut waiting = Vec::new();
+        for (i, key, mut resolver) in pending {
+            let mut lookup = Box::pin(async move {
+                resolve_in_files(version, key, snapshot, &mut resolver).await?;
+                Ok::<_, crate::Error>((i, resolver.into_value()))
+            });
+            match (&mut lookup).now_or_never() {
+                Some(done) => {
+                    let (i, value) = done?;
+                    results[i] = value;
+                }
+                None => waiting.push(lookup),
+            }
+        }
+        let prefetch = prefetch_scans(version, scans, prefetch_budget);
+        let (values, ()) = try_join(try_join_all(waiting), prefetch).await?;
+        for (i, value) in values {
+            results[i] = value;
+        }
+        Ok(results)
+    })
 }
 
 /// Loads the first blocks of every scan into the block cache, at most `budget` bytes: the tables'
