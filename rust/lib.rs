@@ -7,7 +7,6 @@
 //! - `storage`: the file-system seam the engine reads and writes through (object_store, wrappers).
 //! - `jvm`: the JVM this library runs in, below both `jni` and the storage's Flink proxy.
 
-mod allocator;
 pub mod error;
 pub mod executor;
 pub mod jni;

@@ -126,7 +126,6 @@ impl Db {
         resolve: &dyn Fn(&str) -> Result<StorageRef>,
     ) -> Result<Db> {
         options.validate()?;
-        crate::allocator::configure();
         let mut session = [0u8; 8];
         getrandom::fill(&mut session).map_err(|e| Error::io("getrandom", e))?;
         let session = u64::from_le_bytes(session);
