@@ -176,6 +176,15 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
     }
     let multi_get = per_s(reads, start);
     let written = stats.flush_bytes_written + stats.compaction_bytes_written;
+    // Where the bytes went, for reading a write amplification (stderr: not part of the table).
+    eprintln!(
+        "ours levels: files {:?}, MiB {:?}, flushed {} MiB, compacted {} MiB in {} compactions",
+        stats.files_per_level,
+        stats.bytes_per_level.iter().map(|b| b >> 20).collect::<Vec<_>>(),
+        stats.flush_bytes_written >> 20,
+        stats.compaction_bytes_written >> 20,
+        stats.compactions
+    );
     let row = Row {
         load_per_s: load,
         get_per_s: get,

@@ -71,6 +71,7 @@ impl VersionResolver {
     pub fn into_compacted(self, bottommost: bool) -> Option<(ValueKind, Bytes)> {
         let has_operands = !self.newest_first_operands.is_empty();
         match &self.base {
+            Base::Value(v) if !has_operands => Some((ValueKind::Put, v.clone())),
             Base::Value(v) => Some((ValueKind::Put, self.merged(Some(v)))),
             Base::Deleted | Base::RangeDeleted if has_operands => {
                 Some((ValueKind::Put, self.merged(None)))

@@ -234,6 +234,12 @@ impl FamilyPass {
 }
 
 impl TtlPass<'_> {
+    /// Whether a TTL filter looks at `key`'s entries (its family has one).
+    pub fn filters(&self, key: &[u8]) -> bool {
+        !self.families.is_empty()
+            && family_of(key).is_some_and(|id| self.families.contains_key(&id))
+    }
+
     /// The entry compaction writes for `key` instead of `(kind, value)`, if any. `bottommost`:
     /// nothing older of the key exists below the compaction's output.
     pub fn apply(

@@ -118,15 +118,25 @@ fn overlap_ratio(file: &TableFile, below: &[Arc<TableFile>]) -> f64 {
     below as f64 / file.size.max(1) as f64
 }
 
+/// How far each level is over its trigger: L0 by files against the compaction trigger, a sorted
+/// level by bytes against its target. The last level has no target.
+fn level_scores(version: &Version, options: &DbOptions) -> impl Iterator<Item = (usize, f64)> {
+    let level0 = version.levels[0].len() as f64 / options.l0_compaction_trigger.max(1) as f64;
+    let sorted = (1..NUM_LEVELS - 1)
+        .map(|l| (l, version.level_bytes(l) as f64 / level_target(options, l) as f64));
+    std::iter::once((0, level0)).chain(sorted)
+}
+
+/// The level furthest over its trigger goes first, L0 included (RocksDB's compaction score). If
+/// L0 always went first, a DB loaded faster than compaction runs would keep merging L0 into an
+/// L1 grown far past its target, rewriting all of that L1 each time.
 pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
-    if version.levels[0].len() >= options.l0_compaction_trigger {
-        return Some(level0_job(version));
-    }
-    let (level, score) = (1..NUM_LEVELS - 1)
-        .map(|l| (l, version.level_bytes(l) as f64 / level_target(options, l) as f64))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (level, score) = level_scores(version, options).max_by(|a, b| a.1.total_cmp(&b.1))?;
     if score < 1.0 {
         return pick_for_tombstones(version);
+    }
+    if level == 0 {
+        return Some(level0_job(version));
     }
     // The file that rewrites the fewest bytes below per byte it moves down (RocksDB's
     // kMinOverlappingRatio): it keeps write amplification low.
