@@ -15,7 +15,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use crate::lsm::db::{Db, DbInner};
+use crate::lsm::db::Db;
+use crate::lsm::db_state::DbInner;
 use crate::lsm::key::SeqNo;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData};

@@ -1,105 +1,24 @@
-//! The database: opening and closing, the write path, column families, and the state that the
-//! read path, flush and compaction share.
-//!
-//! Durability: there is no write-ahead log. A write is durable once its memtable is flushed and a
-//! manifest lists the new file; a crash loses what was written after the last flush, by design
-//! (Flink restores from its last checkpoint, which flushes first).
+//! The public database API, `Db`: a facade over the shared engine state (`lsm::db_state`) that
+//! opens and closes it, checks handles and keys, and hands each call to the part that does it
+//! (write path, read path, flush, compaction, column families).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::lsm::batch::{BatchOp, WriteBatch};
-use crate::lsm::cache::BlockCache;
-use crate::lsm::column_family::{ColumnFamily, family_range, id_for_name, prefixed_key};
+use crate::lsm::batch::WriteBatch;
+use crate::lsm::column_family::{ColumnFamily, family_range, prefixed_key};
 use crate::lsm::db_iterator::DbIterator;
-use crate::lsm::key::{MAX_SEQ, SeqNo};
-use crate::lsm::memtable::MemTable;
+use crate::lsm::db_state::DbInner;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
-use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::read::ScanRange;
-use crate::lsm::sst::MAX_ENTRY_BYTES;
-use crate::lsm::stats::{DbStats, EngineCounters};
-use crate::lsm::ttl::{TtlFilter, TtlFilters};
-use crate::lsm::version::manifest::{
-    FileRecord, ManifestData, delete_manifests_before, manifest_path, read_latest_manifest,
-    split_location, write_manifest,
-};
-use crate::lsm::version::{ObsoleteFiles, TableFile, Version, delete_orphans};
+use crate::lsm::stats::DbStats;
+use crate::lsm::ttl::TtlFilter;
 use crate::lsm::writer_lock;
 use crate::lsm::{compaction, flush, read};
-use crate::storage::{
-    IoCounters, MeteredStorage, StorageOptions, StorageRef, block_on, open_storage,
-};
+use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
-
-/// Source of `DbInner::instance`.
-static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
-
-/// What a read needs, captured at once: the active memtable, frozen memtables waiting for flush
-/// (newest first) and the current version.
-pub(crate) struct SuperVersion {
-    pub mem: Arc<MemTable>,
-    pub frozen: Vec<Arc<MemTable>>,
-    pub version: Arc<Version>,
-}
-
-/// Guarded by one mutex that serializes manifest writes.
-pub(crate) struct MetaState {
-    manifest_number: u64,
-    /// See `ManifestData::released`.
-    released: Vec<String>,
-}
-
-#[derive(Default)]
-pub(crate) struct BackgroundState {
-    pub shutdown: bool,
-    /// Memtables flushed since open, in the order they were frozen (see `DbInner::frozen_total`).
-    pub flushes_done: u64,
-    pub compaction_requested: bool,
-    /// Writers waiting for a frozen memtable to be flushed (they hold no lock meanwhile).
-    pub stalled_writers: usize,
-}
-
-pub(crate) struct DbInner {
-    pub storage: StorageRef,
-    pub options: DbOptions,
-    pub cache: Arc<BlockCache>,
-    pub obsolete_files: Arc<ObsoleteFiles>,
-    /// Random per open; part of every new file name.
-    pub session: u64,
-    next_file_number: AtomicU64,
-    /// Serializes writers: sequence numbers are handed out in order and a batch lands as a unit.
-    pub(crate) write_lock: Mutex<()>,
-    /// Highest sequence number visible to readers.
-    visible_seq: AtomicU64,
-    /// Memtables frozen since open; the flush thread completes them in this order.
-    frozen_total: AtomicU64,
-    super_version: RwLock<Arc<SuperVersion>>,
-    meta: Mutex<MetaState>,
-    /// Column families by name. Changed only with `meta` held (they are in the manifest), but
-    /// read without it: a checkpoint's synchronous phase must not wait behind a manifest write.
-    families: RwLock<BTreeMap<String, ColumnFamily>>,
-    /// Unique per open database in this process: column family handles are checked against it.
-    instance: u64,
-    /// One compaction at a time, background or manual.
-    pub compaction_lock: Mutex<()>,
-    /// TTL filters of column families, applied by compaction (not persisted: Flink sets them
-    /// again whenever it registers a state).
-    pub ttl: TtlFilters,
-    pub background: Mutex<BackgroundState>,
-    pub background_changed: Condvar,
-    closed: AtomicBool,
-    /// Why the database stopped, once background work failed for good: every call fails with it.
-    failure: OnceLock<Arc<Error>>,
-    pub(crate) counters: EngineCounters,
-    /// What the database asks of its storage.
-    io: Arc<IoCounters>,
-}
 
 /// An open database. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct Db {
@@ -142,69 +61,10 @@ impl Db {
         resolve: &dyn Fn(&str) -> Result<StorageRef>,
         session: u64,
     ) -> Result<Db> {
-        let metered = MeteredStorage::new(storage);
-        let io = metered.counters();
-        let storage: StorageRef = Arc::new(metered);
-        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-        let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
-            Some(found) => found,
-            None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
-        };
-        let mut released = std::mem::take(&mut data.released);
-        let in_directory = data.files.iter().filter(|f| f.location.is_none());
-        let live: HashSet<&str> = in_directory.map(|f| f.path.as_str()).collect();
-        let orphans = block_on(delete_orphans(storage.as_ref(), &live, &mut released))?;
-        if orphans > 0 {
-            tracing::info!("deleted {orphans} SST files the manifest does not list");
-        }
-        let obsolete_files = Arc::new(ObsoleteFiles::default());
-        let version = load_version(&storage, resolve, &cache, &obsolete_files, &data)?;
-        if manifest_number > 1 {
-            // Left over from a crash between a manifest write and the cleanup after it.
-            block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;
-        }
-        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let inner = Arc::new(DbInner {
-            storage,
-            cache,
-            obsolete_files,
-            session,
-            next_file_number: AtomicU64::new(data.next_file_number),
-            write_lock: Mutex::new(()),
-            visible_seq: AtomicU64::new(data.last_seq),
-            frozen_total: AtomicU64::new(0),
-            super_version: RwLock::new(Arc::new(SuperVersion {
-                mem: Arc::new(MemTable::new()),
-                frozen: Vec::new(),
-                version: Arc::new(version),
-            })),
-            meta: Mutex::new(MetaState { manifest_number, released }),
-            families: RwLock::new(
-                data.column_families
-                    .iter()
-                    .map(|(name, id)| (name.clone(), ColumnFamily::new(*id, name, instance)))
-                    .collect(),
-            ),
-            instance,
-            compaction_lock: Mutex::new(()),
-            ttl: TtlFilters::default(),
-            background: Mutex::new(BackgroundState::default()),
-            background_changed: Condvar::new(),
-            closed: AtomicBool::new(false),
-            failure: OnceLock::new(),
-            counters: EngineCounters::default(),
-            io,
-            options,
-        });
-        if manifest_number == 0 {
-            // Claim the directory: a second opener racing on an empty directory fails here.
-            let mut meta = inner.meta.lock().unwrap();
-            let version = inner.current().version.clone();
-            inner.persist(&mut meta, &version)?;
-        }
+        let inner = DbInner::open(storage, options, resolve, session)?;
         let workers = vec![
-            spawn_worker("forst-flush", &inner, flush::run_flush_worker),
-            spawn_worker("forst-compact", &inner, compaction::run_compaction_worker),
+            inner.spawn_worker("forst-flush", flush::run_flush_worker),
+            inner.spawn_worker("forst-compact", compaction::run_compaction_worker),
         ];
         inner.request_compaction();
         Ok(Db { inner, workers: Mutex::new(workers) })
@@ -212,55 +72,21 @@ impl Db {
 
     /// Creates a column family, or returns the existing one of that name.
     pub fn create_cf(&self, name: &str) -> Result<ColumnFamily> {
-        self.inner.check_open()?;
-        if let Some(cf) = self.cf(name) {
-            return Ok(cf);
-        }
-        let mut meta = self.inner.meta.lock().unwrap();
-        let cf = {
-            let mut families = self.inner.families.write().unwrap();
-            if let Some(cf) = families.get(name) {
-                return Ok(cf.clone());
-            }
-            let id = id_for_name(name, |id| families.values().any(|used| used.id == id));
-            let cf = ColumnFamily::new(id, name, self.inner.instance);
-            families.insert(name.to_string(), cf.clone());
-            cf
-        };
-        let version = self.inner.current().version.clone();
-        if let Err(e) = self.inner.persist(&mut meta, &version) {
-            self.inner.families.write().unwrap().remove(name);
-            return Err(e);
-        }
-        Ok(cf)
+        self.inner.create_family(name)
     }
 
     pub fn cf(&self, name: &str) -> Option<ColumnFamily> {
-        self.inner.families.read().unwrap().get(name).cloned()
+        self.inner.family(name)
     }
 
     pub fn cf_names(&self) -> Vec<String> {
-        self.inner.families.read().unwrap().keys().cloned().collect()
+        self.inner.family_names()
     }
 
     /// Drops a column family and all of its data (one range deletion; compaction reclaims space).
     /// Every handle of it is refused from now on, also once a family of the same name exists.
     pub fn drop_cf(&self, cf: &ColumnFamily) -> Result<()> {
-        self.inner.check_open()?;
-        self.inner.check_family(cf)?;
-        if self.cf(cf.name()).as_ref() != Some(cf) {
-            return Err(Error::invalid(format!("no column family {:?}", cf.name())));
-        }
-        // Refused first, so that no write through a handle lands after the range deletion.
-        cf.mark_dropped();
-        let mut batch = WriteBatch::new();
-        batch.delete_prefix(cf, &[]);
-        self.apply(&batch, false)?;
-        let mut meta = self.inner.meta.lock().unwrap();
-        self.inner.families.write().unwrap().remove(cf.name());
-        self.inner.ttl.set(cf.id, None);
-        let version = self.inner.current().version.clone();
-        self.inner.persist(&mut meta, &version)
+        self.inner.drop_family(cf)
     }
 
     /// Sets (or with `None` clears) the TTL filter compactions apply to `cf` (see `lsm::ttl`).
@@ -351,62 +177,7 @@ impl Db {
 
     /// Applies a batch atomically: readers see all of it or none of it.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.apply(batch, true)
-    }
-
-    /// `write`; `check_families: false` skips the check of the batch's handles (`drop_cf` writes
-    /// through the one it just refused).
-    fn apply(&self, batch: &WriteBatch, check_families: bool) -> Result<()> {
-        self.inner.check_open()?;
-        if batch.is_empty() {
-            return Ok(());
-        }
-        // Refuse what no SST could hold now, rather than fail every flush later.
-        if let Some(len) = batch.ops.iter().map(BatchOp::entry_bytes).find(|&n| n > MAX_ENTRY_BYTES)
-        {
-            return Err(Error::invalid(format!(
-                "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
-            )));
-        }
-        // Wait for room without the write lock: a stalled writer must not hold up a checkpoint's
-        // synchronous phase (or other writers' checks) for as long as a flush takes.
-        let _writer = loop {
-            self.inner.wait_for_memtable_room()?;
-            let writer = self.inner.write_lock.lock().unwrap();
-            if self.inner.has_memtable_room() {
-                break writer;
-            }
-        };
-        // Under the write lock: a family dropped before this point has its range deletion at a
-        // lower sequence number, so a write accepted here can never outlive the drop.
-        if check_families {
-            batch.families.iter().try_for_each(|cf| self.inner.check_family(cf))?;
-        }
-        let mem = self.inner.current().mem.clone();
-        let mut seq = self.inner.visible_seq.load(Ordering::Acquire);
-        if seq + batch.len() as u64 > MAX_SEQ {
-            return Err(Error::invalid("sequence numbers exhausted"));
-        }
-        for op in &batch.ops {
-            seq += 1;
-            match op {
-                BatchOp::Write { kind, key, value } => {
-                    mem.insert(key.clone(), seq, *kind, value.clone())
-                }
-                BatchOp::DeleteRange { start, end } => mem.add_tombstone(RangeTombstone {
-                    start: start.clone(),
-                    end: end.clone(),
-                    seq,
-                }),
-            }
-        }
-        // Publish only after the whole batch is in the memtable.
-        self.inner.visible_seq.store(seq, Ordering::Release);
-        self.inner.counters.written(batch.ops.iter().map(|op| op.entry_bytes() as u64).sum());
-        if mem.approximate_bytes() >= self.inner.options.memtable_bytes {
-            self.inner.freeze_memtable();
-        }
-        Ok(())
+        self.inner.apply(batch, true)
     }
 
     /// Freezes the active memtable and hands it to the flush thread. Does no I/O and does not
@@ -423,17 +194,7 @@ impl Db {
     /// good fails the database, and this returns that failure.
     pub fn flush(&self) -> Result<()> {
         self.freeze_memtable()?;
-        // Memtables flush in the order they were frozen.
-        let frozen = self.inner.frozen_total.load(Ordering::Acquire);
-        let inner = &self.inner;
-        let mut background = inner.background.lock().unwrap();
-        loop {
-            if background.flushes_done >= frozen {
-                return Ok(());
-            }
-            inner.check_running(&background, "database closed during flush")?;
-            background = inner.background_changed.wait(background).unwrap();
-        }
+        self.inner.wait_for_flushes()
     }
 
     /// Compacts every file into the last level, settling all deletes and merges.
@@ -498,8 +259,8 @@ impl Db {
                 &sv.version,
                 &inner.options,
             ),
-            failed: inner.failure.get().is_some(),
-            io: inner.io.snapshot(),
+            failed: inner.failed(),
+            io: inner.io().snapshot(),
             disk_cache: inner.storage.disk_cache_stats().unwrap_or_default(),
             ..DbStats::default()
         };
@@ -509,13 +270,12 @@ impl Db {
 
     /// Stops background work and waits for the deletions of obsolete files already issued, so
     /// that a closed database leaves only its live files (and whatever readers, iterators or
-    /// checkpoints still hold). Data not flushed is dropped (no WAL, see the module docs).
+    /// checkpoints still hold). Data not flushed is dropped (no WAL, see `lsm::db_state`).
     pub fn close(&self) -> Result<()> {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
+        if !self.inner.mark_closed() {
             return Ok(());
         }
-        self.inner.background.lock().unwrap().shutdown = true;
-        self.inner.notify_background();
+        self.inner.stop_background();
         for worker in self.workers.lock().unwrap().drain(..) {
             let _ = worker.join();
         }
@@ -531,301 +291,6 @@ impl Drop for Db {
     }
 }
 
-impl DbInner {
-    /// Fails if the database is closed or failed (naming the error that failed it).
-    pub fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed("database is closed".into()));
-        }
-        match self.failure.get() {
-            Some(cause) => Err(Error::Failed(cause.clone())),
-            None => Ok(()),
-        }
-    }
-
-    /// For waiters on `background_changed`: fails once the database failed or shuts down.
-    pub(crate) fn check_running(&self, background: &BackgroundState, closing: &str) -> Result<()> {
-        if let Some(cause) = self.failure.get() {
-            return Err(Error::Failed(cause.clone()));
-        }
-        if background.shutdown {
-            return Err(Error::Closed(closing.into()));
-        }
-        Ok(())
-    }
-
-    /// For the background threads: true once they must stop (shutdown, or the database failed).
-    pub(crate) fn stopped(&self, background: &BackgroundState) -> bool {
-        background.shutdown || self.failure.get().is_some()
-    }
-
-    /// Stops the database after background work failed for good: every later call fails with
-    /// `error` as its cause, and waiters wake up to that.
-    pub(crate) fn fail(&self, error: Error) {
-        tracing::error!("database {} failed, refusing every call: {error}", self.storage.url());
-        let _ = self.failure.set(Arc::new(error));
-        self.notify_background();
-    }
-
-    /// Waits `delay` before background work is retried; false if the database shuts down first.
-    pub(crate) fn pause_before_retry(&self, delay: Duration) -> bool {
-        let background = self.background.lock().unwrap();
-        let (background, _) =
-            self.background_changed.wait_timeout_while(background, delay, |b| !b.shutdown).unwrap();
-        !background.shutdown
-    }
-
-    pub fn current(&self) -> Arc<SuperVersion> {
-        self.super_version.read().unwrap().clone()
-    }
-
-    /// Column families by name, as the manifest stores them.
-    pub fn column_families(&self) -> Vec<(String, u32)> {
-        let families = self.families.read().unwrap();
-        families.iter().map(|(name, cf)| (name.clone(), cf.id)).collect()
-    }
-
-    /// Fails unless `cf` is a live family of this database.
-    pub(crate) fn check_family(&self, cf: &ColumnFamily) -> Result<()> {
-        cf.check(self.instance)
-    }
-
-    pub fn visible_seq(&self) -> SeqNo {
-        self.visible_seq.load(Ordering::Acquire)
-    }
-
-    pub fn new_file_number(&self) -> u64 {
-        self.next_file_number.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Freezes the active memtable and wakes the flush thread. Caller holds the write lock, so no
-    /// insert races with the swap.
-    pub(crate) fn freeze_memtable(&self) {
-        self.freeze_memtable_quietly();
-        self.notify_background();
-    }
-
-    /// Wakes every waiter on `background_changed` after a change they check. The lock is taken
-    /// first so that a waiter between its check and its wait cannot miss the wake-up.
-    pub(crate) fn notify_background(&self) {
-        drop(self.background.lock().unwrap());
-        self.background_changed.notify_all();
-    }
-
-    /// Freezes without waking anyone: on a busy machine the woken flush thread takes the caller's
-    /// core for a scheduler slice (milliseconds), which a checkpoint's synchronous phase must not
-    /// pay. Whoever calls this wakes the flush thread later.
-    pub(crate) fn freeze_memtable_quietly(&self) {
-        let mut sv = self.super_version.write().unwrap();
-        if sv.mem.is_empty() {
-            return;
-        }
-        let mut frozen = vec![sv.mem.clone()];
-        frozen.extend(sv.frozen.iter().cloned());
-        *sv = Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new()),
-            frozen,
-            version: sv.version.clone(),
-        });
-        self.frozen_total.fetch_add(1, Ordering::AcqRel);
-    }
-
-    fn has_memtable_room(&self) -> bool {
-        self.current().frozen.len() < self.options.max_frozen_memtables
-    }
-
-    /// Stalls the writer while too many frozen memtables wait for flush; bounded memory wins over
-    /// latency. Fails if the database fails meanwhile (a flush that cannot succeed), so writers
-    /// learn about it. The caller holds no lock, so room may be gone again when it takes the write
-    /// lock.
-    fn wait_for_memtable_room(&self) -> Result<()> {
-        let mut background = self.background.lock().unwrap();
-        let mut stalled = false;
-        let started = Instant::now();
-        let outcome = loop {
-            if self.has_memtable_room() {
-                break Ok(());
-            }
-            if let Err(e) = self.check_running(&background, "database is closed") {
-                break Err(e);
-            }
-            if !stalled {
-                stalled = true;
-                background.stalled_writers += 1;
-                self.background_changed.notify_all();
-            }
-            background = self.background_changed.wait(background).unwrap();
-        };
-        if stalled {
-            self.counters.stalled(started.elapsed());
-            background.stalled_writers -= 1;
-            self.background_changed.notify_all();
-        }
-        outcome
-    }
-
-    pub fn request_compaction(&self) {
-        if self.options.auto_compaction {
-            self.background.lock().unwrap().compaction_requested = true;
-            self.background_changed.notify_all();
-        }
-    }
-
-    /// Applies a version change durably: under the meta lock, `edit` changes a copy of the current
-    /// version (so concurrent flush and compaction never undo each other), the next manifest is
-    /// written, the result becomes current, and files it dropped are let go. `flushed` leaves the
-    /// frozen list in the same step.
-    pub fn install_version(
-        &self,
-        edit: impl FnOnce(&mut Version),
-        flushed: Option<&Arc<MemTable>>,
-    ) -> Result<()> {
-        let mut meta = self.meta.lock().unwrap();
-        let current = self.current().version.clone();
-        let mut version = (*current).clone();
-        edit(&mut version);
-        version.forget_spent_tombstones();
-        let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
-        let given_away = current
-            .files()
-            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location.is_none());
-        let released_before = meta.released.len();
-        meta.released.extend(given_away.map(|f| f.path.clone()));
-        if let Err(e) = self.persist(&mut meta, &version) {
-            meta.released.truncate(released_before);
-            return Err(e);
-        }
-        let mut sv = self.super_version.write().unwrap();
-        let old = sv.version.clone();
-        let frozen = sv
-            .frozen
-            .iter()
-            .filter(|m| !flushed.is_some_and(|f| Arc::ptr_eq(f, m)))
-            .cloned()
-            .collect();
-        let version = Arc::new(version);
-        if let Some(memtable) = flushed {
-            memtable.set_flushed_into(version.clone());
-        }
-        *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version });
-        drop(sv);
-        drop(meta);
-        old.files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());
-        self.notify_background();
-        Ok(())
-    }
-
-    /// Gives `files` away (see `TableFile::disown`) and records it in a new manifest: those
-    /// still live as external, the others (a compaction replaced them since they were pinned)
-    /// among the released files, so that open does not collect them as orphans. On failure the
-    /// files this call disowned are owned again.
-    pub fn give_away(&self, files: &[Arc<TableFile>]) -> Result<()> {
-        let mut meta = self.meta.lock().unwrap();
-        let disowned: Vec<&Arc<TableFile>> = files.iter().filter(|f| f.is_owned()).collect();
-        if disowned.is_empty() {
-            return Ok(());
-        }
-        disowned.iter().for_each(|f| f.disown());
-        let current = self.current().version.clone();
-        let live: HashSet<u64> = current.files().map(|f| f.number).collect();
-        let released_before = meta.released.len();
-        let dropped = disowned.iter().filter(|f| !live.contains(&f.number));
-        meta.released.extend(dropped.map(|f| f.path.clone()));
-        if let Err(e) = self.persist(&mut meta, &current) {
-            meta.released.truncate(released_before);
-            disowned.iter().for_each(|f| f.own_again());
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    /// Edits of the version go through here with the meta lock held, so the version passed is the
-    /// one to persist and manifests are numbered without gaps.
-    fn persist(&self, meta: &mut MutexGuard<'_, MetaState>, version: &Version) -> Result<()> {
-        let data = ManifestData {
-            last_seq: self.visible_seq(),
-            next_file_number: self.next_file_number.load(Ordering::Relaxed),
-            column_families: self.column_families(),
-            tombstones: version.tombstones.clone(),
-            files: version
-                .levels
-                .iter()
-                .enumerate()
-                .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
-                .collect(),
-            released: meta.released.clone(),
-        };
-        let number = meta.manifest_number + 1;
-        block_on(write_manifest(self.storage.as_ref(), number, &data))?;
-        meta.manifest_number = number;
-        // Keep the previous manifest too; the one before it is garbage (numbers have no gaps).
-        if number > 2
-            && let Err(e) = block_on(self.storage.delete(&manifest_path(number - 2)))
-        {
-            tracing::warn!("cannot delete an old manifest: {e}");
-        }
-        Ok(())
-    }
-}
-
-/// The version a manifest describes; no file is read (tables open on first use).
-fn load_version(
-    storage: &StorageRef,
-    resolve: &dyn Fn(&str) -> Result<StorageRef>,
-    cache: &Arc<BlockCache>,
-    obsolete_files: &Arc<ObsoleteFiles>,
-    data: &ManifestData,
-) -> Result<Version> {
-    let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
-    let mut elsewhere: HashMap<&str, StorageRef> = HashMap::new();
-    for record in &data.files {
-        let level = record.level as usize;
-        if level >= NUM_LEVELS {
-            return Err(Error::corruption(
-                "manifest",
-                0,
-                format!("file {} at level {level}", record.path),
-            ));
-        }
-        let holder = match record.location.as_deref() {
-            None => storage.clone(),
-            Some(location) => {
-                let (dir, _) = split_location(location).ok_or_else(|| {
-                    Error::corruption("manifest", 0, format!("bad file location {location:?}"))
-                })?;
-                match elsewhere.get(dir) {
-                    Some(holder) => holder.clone(),
-                    None => elsewhere.entry(dir).or_insert(resolve(dir)?).clone(),
-                }
-            }
-        };
-        let file = TableFile::from_record(record, holder, cache.clone(), obsolete_files.clone());
-        version.levels[level].push(Arc::new(file));
-    }
-    Ok(version)
-}
-
-fn spawn_worker(name: &str, inner: &Arc<DbInner>, body: fn(&DbInner)) -> JoinHandle<()> {
-    let inner = inner.clone();
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || body(&inner))
-        .expect("cannot spawn a background thread")
-}
-
 /// A range a caller is about to scan: family, start, and exclusive end (`None`: the family's
 /// end).
 pub type ScanBounds<'a> = (&'a ColumnFamily, &'a [u8], Option<&'a [u8]>);
-
-/// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
-/// taken first: every entry of its files was visible when they were installed, so the snapshot
-/// read after it covers them all. (Snapshot first would let a flush or compaction installed in
-/// between collapse a key to an entry newer than the snapshot, and the read would miss the key.)
-/// Writes published after the super version was taken land in its memtable (all of a batch, as
-/// the snapshot covers whole batches) or in a newer one it does not hold (none of that batch):
-/// either way the reader sees a prefix of the writes, and every write finished before the read
-/// started.
-pub(crate) fn read_view(inner: &DbInner) -> (SeqNo, Arc<SuperVersion>) {
-    let sv = inner.current();
-    (inner.visible_seq(), sv)
-}

@@ -10,7 +10,7 @@ use crate::Result;
 use crate::lsm::column_family::{
     CF_PREFIX_LEN, ColumnFamily, family_range, prefix_successor, prefixed_key,
 };
-use crate::lsm::db::{DbInner, SuperVersion, read_view};
+use crate::lsm::db_state::{DbInner, SuperVersion, read_view};
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;

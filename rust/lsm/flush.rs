@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
-use crate::lsm::db::DbInner;
+use crate::lsm::db_state::DbInner;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;

@@ -1,10 +1,11 @@
 //! The LSM engine. It knows storage only through `crate::storage::Storage`.
 //!
-//! Write path: `db` (batch -> memtable) -> `flush` (memtable -> L0 SST via `collapse` and
-//! `table_sink`) -> `compaction` (levels, dropping expired
-//! Flink TTL state through `ttl`). Read path: `read` (point gets, multi_get) and
-//! `db_iterator` (scans) over memtables and `sst` tables. `version` holds the live files and the
-//! manifest that makes them durable.
+//! `db` is the public API over `db_state`, the state every part shares (`DbInner`).
+//! Write path: `db_state::write_path` (batch -> memtable) -> `flush` (memtable -> L0 SST via
+//! `collapse` and `table_sink`) -> `compaction` (levels, dropping expired Flink TTL state through
+//! `ttl`), each installing its result through `db_state::install`. Read path: `read` (point
+//! gets, multi_get) and `db_iterator` (scans) over memtables and `sst` tables. `version` holds
+//! the live files and the manifest that makes them durable.
 
 pub mod batch;
 pub mod cache;
@@ -14,6 +15,7 @@ pub mod column_family;
 mod compaction;
 pub mod db;
 pub mod db_iterator;
+mod db_state;
 #[cfg(test)]
 mod db_tests;
 mod destroy;

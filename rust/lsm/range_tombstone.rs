@@ -8,7 +8,7 @@
 //! its one fragment by binary search, and a scan or compaction walks the fragments alongside its
 //! keys (`TombstoneCursor`). Only the highest number is kept because every reader of a version or
 //! of a frozen memtable reads at a snapshot that includes all of their writes (see
-//! `db::read_view`); the active memtable, which writers still fill, keeps every number.
+//! `db_state::read_view`); the active memtable, which writers still fill, keeps every number.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::future::{try_join, try_join_all};
 
 use crate::Result;
-use crate::lsm::db::{DbInner, SuperVersion, read_view};
+use crate::lsm::db_state::{DbInner, SuperVersion, read_view};
 use crate::lsm::key::SeqNo;
 use crate::lsm::resolve::VersionResolver;
 use crate::lsm::sst::{BlockHandle, Table};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::Result;
 use crate::lsm::column_family::{ColumnFamilyId, family_of};
-use crate::lsm::db::DbInner;
+use crate::lsm::db_state::DbInner;
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::sst::{Table, TableBuilder};
 use crate::lsm::version::TableFile;
