@@ -1,14 +1,16 @@
 //! An atomic group of writes across column families: all of it becomes visible at once, or none.
 
-use bytes::Bytes;
+use std::ops::Range;
+
+use bytes::{BufMut, Bytes};
 
 use crate::lsm::column_family::{ColumnFamily, family_range, prefix_successor, prefixed_key};
 use crate::lsm::key::ValueKind;
 
 #[derive(Debug, Clone)]
 pub(crate) enum BatchOp {
-    /// Key is column-family prefixed.
-    Write { kind: ValueKind, key: Bytes, value: Bytes },
+    /// Key (column-family prefixed) and value, as ranges of the batch's `data`.
+    Write { kind: ValueKind, key: Range<usize>, value: Range<usize> },
     /// Range [start, end) of prefixed keys.
     DeleteRange { start: Bytes, end: Bytes },
 }
@@ -25,8 +27,10 @@ impl BatchOp {
 
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
+    /// Every key and value written, back to back. Applying the batch copies this once and the
+    /// memtable's entries share the copy: no allocation per entry.
+    pub(crate) data: Vec<u8>,
     pub(crate) ops: Vec<BatchOp>,
-    /// The families the ops write to, once each: `Db::write` checks their handles.
     pub(crate) families: Vec<ColumnFamily>,
 }
 
@@ -73,14 +77,20 @@ impl WriteBatch {
     }
 
     pub fn clear(&mut self) {
+        self.data.clear();
         self.ops.clear();
         self.families.clear();
     }
 
     fn push_write(&mut self, kind: ValueKind, cf: &ColumnFamily, key: &[u8], value: &[u8]) {
-        let key = prefixed_key(cf.id, key);
+        let start = self.data.len();
+        self.data.put_u32(cf.id);
+        self.data.extend_from_slice(key);
+        let key = start..self.data.len();
+        self.data.extend_from_slice(value);
+        let value = key.end..self.data.len();
         self.note(cf);
-        self.ops.push(BatchOp::Write { kind, key, value: Bytes::copy_from_slice(value) });
+        self.ops.push(BatchOp::Write { kind, key, value });
     }
 
     fn note(&mut self, cf: &ColumnFamily) {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::key::MAX_SEQ;
 use crate::lsm::memtable::MemTable;
@@ -31,6 +33,8 @@ impl DbInner {
                 "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
             )));
         }
+        // One allocation for all the batch's keys and values, made before the lock.
+        let data = Bytes::copy_from_slice(&batch.data);
         // Wait for room without the write lock: a stalled writer must not hold up a checkpoint's
         // synchronous phase (or other writers' checks) for as long as a flush takes.
         let _writer = loop {
@@ -54,7 +58,7 @@ impl DbInner {
             seq += 1;
             match op {
                 BatchOp::Write { kind, key, value } => {
-                    mem.insert(key.clone(), seq, *kind, value.clone())
+                    mem.insert(data.slice(key.clone()), seq, *kind, data.slice(value.clone()))
                 }
                 BatchOp::DeleteRange { start, end } => mem.add_tombstone(RangeTombstone {
                     start: start.clone(),
