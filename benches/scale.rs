@@ -178,12 +178,14 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
     let written = stats.flush_bytes_written + stats.compaction_bytes_written;
     // Where the bytes went, for reading a write amplification (stderr: not part of the table).
     eprintln!(
-        "ours levels: files {:?}, MiB {:?}, flushed {} MiB, compacted {} MiB in {} compactions",
+        "ours levels: files {:?}, MiB {:?}, flushed {} MiB, compacted {} MiB in {} compactions \
+         (MiB written per level {:?})",
         stats.files_per_level,
         stats.bytes_per_level.iter().map(|b| b >> 20).collect::<Vec<_>>(),
         stats.flush_bytes_written >> 20,
         stats.compaction_bytes_written >> 20,
-        stats.compactions
+        stats.compactions,
+        stats.compaction_bytes_written_per_level.iter().map(|b| b >> 20).collect::<Vec<_>>(),
     );
     let row = Row {
         load_per_s: load,
@@ -246,6 +248,11 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
     let written = rocks_ticker(&stats, "rocksdb.flush.write.bytes")
         + rocks_ticker(&stats, "rocksdb.compact.write.bytes");
     let live = db.property_int_value_cf(cf, "rocksdb.live-sst-files-size").unwrap().unwrap_or(0);
+    // Its per-level compaction table, to set beside ours (stderr: not part of the table).
+    if let Ok(Some(levels)) = db.property_value_cf(cf, "rocksdb.cfstats") {
+        let table = levels.lines().filter(|l| l.trim_start().starts_with('L') || l.contains("Sum"));
+        eprintln!("rocksdb levels:\n{}", table.take(10).collect::<Vec<_>>().join("\n"));
+    }
 
     let probes = read_keys(keys, reads, 7);
     let start = Instant::now();

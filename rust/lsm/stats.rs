@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::lsm::options::NUM_LEVELS;
 use crate::storage::{DiskCacheStats, IoStats};
 
 /// Cumulative counters of one open database, bumped by the write path, flush and compaction.
@@ -15,6 +16,8 @@ pub(crate) struct EngineCounters {
     compactions: AtomicU64,
     compaction_bytes_read: AtomicU64,
     compaction_bytes_written: AtomicU64,
+    /// By output level: where a write amplification comes from.
+    compaction_bytes_written_per_level: [AtomicU64; NUM_LEVELS],
     user_bytes_written: AtomicU64,
     stall_micros: AtomicU64,
     batches: AtomicU64,
@@ -28,10 +31,12 @@ impl EngineCounters {
         self.flush_bytes_written.fetch_add(bytes_written, Ordering::Relaxed);
     }
 
-    pub(crate) fn compacted(&self, bytes_read: u64, bytes_written: u64) {
+    pub(crate) fn compacted(&self, output_level: usize, bytes_read: u64, bytes_written: u64) {
         self.compactions.fetch_add(1, Ordering::Relaxed);
         self.compaction_bytes_read.fetch_add(bytes_read, Ordering::Relaxed);
         self.compaction_bytes_written.fetch_add(bytes_written, Ordering::Relaxed);
+        self.compaction_bytes_written_per_level[output_level]
+            .fetch_add(bytes_written, Ordering::Relaxed);
     }
 
     pub(crate) fn written(&self, bytes: u64) {
@@ -58,6 +63,8 @@ impl EngineCounters {
         stats.compactions = load(&self.compactions);
         stats.compaction_bytes_read = load(&self.compaction_bytes_read);
         stats.compaction_bytes_written = load(&self.compaction_bytes_written);
+        stats.compaction_bytes_written_per_level =
+            self.compaction_bytes_written_per_level.iter().map(load).collect();
         stats.user_bytes_written = load(&self.user_bytes_written);
         stats.stall_micros = load(&self.stall_micros);
         stats.batches = load(&self.batches);
@@ -111,6 +118,8 @@ pub struct DbStats {
     pub compactions: u64,
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
+    /// `compaction_bytes_written` by the level compaction wrote to.
+    pub compaction_bytes_written_per_level: Vec<u64>,
     /// Key and value bytes of the writes applied.
     pub user_bytes_written: u64,
     /// Whether the compaction picker would pick a job now.

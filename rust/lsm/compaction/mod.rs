@@ -150,7 +150,7 @@ fn merge_and_install(
     match installed {
         Ok(()) => {
             let size = |files: &[Arc<TableFile>]| files.iter().map(|f| f.size).sum();
-            db.counters.compacted(size(inputs), size(&outputs));
+            db.counters.compacted(output_level, size(inputs), size(&outputs));
             Ok(())
         }
         Err(e) => {
