@@ -239,7 +239,7 @@ fn failing_compaction_leaves_the_last_good_version() {
     let base = memory("fault-compaction");
     let faulty = Arc::new(FaultStorage::new(base.clone()));
     // Small output files, so a compaction writes several and a failure can hit any of them.
-    let options = || DbOptions { target_file_bytes: 8 << 10, ..options() };
+    let options = || DbOptions { target_file_bytes: 4 << 10, ..options() };
     let db = Db::open_with_storage(faulty.clone(), options()).unwrap();
     let cf = db.create_cf("s").unwrap();
     for round in 0..4 {
@@ -264,6 +264,8 @@ fn failing_compaction_leaves_the_last_good_version() {
     assert_eq!(db.get(&cf, b"key000400").unwrap().unwrap(), "r3-400");
     db.compact_all().unwrap();
     assert_eq!(db.get(&cf, b"key000799").unwrap().unwrap(), "r3-799");
+    let outputs = db.stats().files_per_level.iter().sum::<usize>();
+    assert!(outputs >= 2, "puts 1 and 2 are output files: the compaction wrote {outputs}");
 }
 
 #[test]

@@ -146,6 +146,36 @@ pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
         .min_by(|(a, a_below), (b, b_below)| {
             overlap_ratio(a, a_below).total_cmp(&overlap_ratio(b, b_below))
         })?;
-    let file = file.clone();
-    Some(CompactionJob::new(vec![(level, vec![file]), (level + 1, below)], level + 1))
+    let inputs = with_free_neighbours(version, options, level, file, &below);
+    let (lo, hi) = key_range(inputs.iter());
+    let below = version.overlapping(level + 1, &lo, &hi);
+    Some(CompactionJob::new(vec![(level, inputs), (level + 1, below)], level + 1))
+}
+
+/// Most bytes one size-driven compaction takes in, in target file sizes (RocksDB's
+/// `max_compaction_bytes`).
+const MAX_COMPACTION_FILES: u64 = 25;
+
+/// `file` and the files of its level that lie wholly within the key range of `file` and what it
+/// overlaps below (RocksDB's input expansion). They overlap nothing more below, so they move down
+/// for the price of their own bytes instead of rewriting the same files below again later.
+fn with_free_neighbours(
+    version: &Version,
+    options: &DbOptions,
+    level: usize,
+    file: &Arc<TableFile>,
+    below: &[Arc<TableFile>],
+) -> Vec<Arc<TableFile>> {
+    let (lo, hi) = key_range(below.iter().chain(std::iter::once(file)));
+    let within: Vec<_> = version.levels[level]
+        .iter()
+        .filter(|f| f.smallest() >= lo.as_slice() && f.largest() <= hi.as_slice())
+        .cloned()
+        .collect();
+    let bytes: u64 = within.iter().chain(below).map(|f| f.size).sum();
+    if bytes <= MAX_COMPACTION_FILES * options.target_file_bytes {
+        within
+    } else {
+        vec![file.clone()]
+    }
 }
