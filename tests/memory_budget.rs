@@ -25,7 +25,7 @@ fn value(i: u32) -> Vec<u8> {
 fn options() -> DbOptions {
     DbOptions {
         memtable_bytes: 256 << 10,
-        target_file_bytes: 6 << 10,
+        target_file_bytes: 5 << 10,
         l1_target_bytes: 2 << 20,
         block_cache_bytes: CACHE,
         // Small blocks make the index large next to the data, as a DB of long keys would.
@@ -40,7 +40,7 @@ fn assert_within_budget(stats: &DbStats, when: &str) {
     let live = index_filter_live_bytes();
     let slack = 64 << 10;
     assert!(live <= CACHE + slack, "{when}: {live} bytes of index and filter alive; {stats:?}");
-    let charged = stats.block_cache_bytes + stats.table_reader_bytes;
+    let charged = stats.block_cache_bytes + stats.table_reader_bytes + stats.readahead_buffer_bytes;
     assert!(charged <= CACHE + slack, "{when}: {charged} bytes charged; {stats:?}");
     assert!(stats.block_cache_index_filter_bytes <= CACHE, "{when}: {stats:?}");
 }

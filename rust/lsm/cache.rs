@@ -115,6 +115,8 @@ pub struct BlockCache {
     kinds: Arc<KindBytes>,
     /// Bytes open table readers reserve.
     reserved: AtomicU64,
+    /// Bytes of readahead buffers (compaction's reads), charged like reservations.
+    buffers: AtomicU64,
     resize_lock: Mutex<()>,
     /// Bytes of blocks and buffers live iterators hold.
     pinned: AtomicI64,
@@ -141,6 +143,7 @@ impl BlockCache {
             capacity: capacity_bytes,
             kinds,
             reserved: AtomicU64::new(0),
+            buffers: AtomicU64::new(0),
             resize_lock: Mutex::new(()),
             pinned: AtomicI64::new(0),
             hits: AtomicU64::new(0),
@@ -183,6 +186,11 @@ impl BlockCache {
         self.kinds.index_filter_inserted.load(Ordering::Relaxed)
     }
 
+    /// The configured capacity: blocks plus what is charged to the cache.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     /// Bytes open table readers hold (charged against the capacity).
     pub fn reserved_bytes(&self) -> u64 {
         self.reserved.load(Ordering::Relaxed)
@@ -214,11 +222,23 @@ impl BlockCache {
         self.resize();
     }
 
+    /// Bytes of readahead buffers charged to the cache.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffers.load(Ordering::Relaxed)
+    }
+
+    /// Moves the charge of a readahead buffer from `old` bytes to `new`.
+    pub(crate) fn charge_buffer(&self, old: u64, new: u64) {
+        self.buffers.fetch_add(new, Ordering::Relaxed);
+        self.buffers.fetch_sub(old, Ordering::Relaxed);
+        self.resize();
+    }
+
     fn resize(&self) {
         // Serialized, so a resize computed from an older total never lands last.
         let _one_at_a_time = self.resize_lock.lock().unwrap_or_else(|e| e.into_inner());
         let step = (self.capacity / RESERVATION_STEPS).clamp(4 << 10, 1 << 20);
-        let charged = self.reserved_bytes().div_ceil(step) * step;
+        let charged = (self.reserved_bytes() + self.buffer_bytes()).div_ceil(step) * step;
         let floor = self.capacity / MIN_BLOCK_SHARE_DIVISOR;
         let blocks = self.capacity.saturating_sub(charged).max(floor);
         if blocks != self.cache.capacity() {

@@ -73,9 +73,10 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let (lo, hi) = job.key_range();
     let bottommost =
         (job.output_level + 1..NUM_LEVELS).all(|l| version.overlapping(l, &lo, &hi).is_empty());
+    let readahead = readahead_per_input(db, streams(job.inputs.iter().map(|(l, f)| (*l, &f[..]))));
     let mut children = Vec::new();
     for (level, files) in &job.inputs {
-        children.extend(input_iterators(db, *level, files)?);
+        children.extend(input_iterators(*level, files, readahead)?);
     }
     let inputs: Vec<_> = job.input_files().cloned().collect();
     merge_and_install(db, children, &version, bottommost, &inputs, job.output_level)?;
@@ -101,20 +102,41 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     if inputs.is_empty() {
         return Ok(());
     }
+    let levels = version.levels.iter().enumerate().map(|(l, files)| (l, &files[..]));
+    let readahead = readahead_per_input(db, streams(levels));
     let mut children = Vec::new();
     for level in 0..NUM_LEVELS {
-        children.extend(input_iterators(db, level, &version.levels[level])?);
+        children.extend(input_iterators(level, &version.levels[level], readahead)?);
     }
     merge_and_install(db, children, &version, true, &inputs, NUM_LEVELS - 1)
 }
 
+/// Share of the block cache that a compaction's readahead buffers may take together (they are
+/// charged to it): many L0 inputs read in smaller requests rather than past the memory budget.
+const READAHEAD_CACHE_SHARE: u64 = 8;
+/// One small block per request at the least.
+const MIN_READAHEAD: u64 = 4 << 10;
+
+/// Files read at once: each L0 file, one file per sorted level.
+fn streams<'a>(inputs: impl Iterator<Item = (usize, &'a [Arc<TableFile>])>) -> usize {
+    inputs
+        .map(|(level, files)| if level == 0 { files.len() } else { usize::from(!files.is_empty()) })
+        .sum()
+}
+
+/// Bytes per request for each of a compaction's `streams` inputs read at once.
+fn readahead_per_input(db: &DbInner, streams: usize) -> usize {
+    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / streams.max(1) as u64;
+    let configured = db.options.compaction_readahead_bytes.max(1) as u64;
+    share.clamp(MIN_READAHEAD.min(configured), configured) as usize
+}
+
 /// L0 files overlap, so each gets its own iterator; a sorted level is one concatenation.
 fn input_iterators(
-    db: &DbInner,
     level: usize,
     files: &[Arc<TableFile>],
+    readahead: usize,
 ) -> Result<Vec<Box<dyn InternalIterator>>> {
-    let readahead = db.options.compaction_readahead_bytes.max(1);
     if files.is_empty() {
         Ok(Vec::new())
     } else if level == 0 {

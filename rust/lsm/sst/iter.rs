@@ -27,11 +27,22 @@ pub struct TableIterator {
     /// Bytes of block, index partition and buffer this iterator holds, as counted in the cache's
     /// pinned gauge.
     pinned: i64,
+    /// Bytes of the readahead buffer charged to the cache: they are never in it, so unlike the
+    /// blocks they would otherwise sit outside the memory budget.
+    charged: u64,
 }
 
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>, readahead: usize) -> Self {
-        TableIterator { table, readahead, at: None, current: None, buffer: None, pinned: 0 }
+        TableIterator {
+            table,
+            readahead,
+            at: None,
+            current: None,
+            buffer: None,
+            pinned: 0,
+            charged: 0,
+        }
     }
 
     /// Positions at the first entry of the table.
@@ -98,8 +109,16 @@ impl TableIterator {
         };
         let buffered = self.buffer.as_ref().map_or(0, |(_, buf)| buf.len());
         self.set_pinned(block.memory_size() + at.index.memory_size() + buffered);
+        self.charge(buffered as u64);
         self.current = Some(BlockIter::new(block));
         Ok(())
+    }
+
+    fn charge(&mut self, bytes: u64) {
+        if bytes != self.charged {
+            self.table.cache().charge_buffer(self.charged, bytes);
+            self.charged = bytes;
+        }
     }
 
     fn set_pinned(&mut self, bytes: usize) {
@@ -136,6 +155,7 @@ impl TableIterator {
 impl Drop for TableIterator {
     fn drop(&mut self) {
         self.set_pinned(0);
+        self.charge(0);
     }
 }
 

@@ -746,8 +746,11 @@ fn iterators_count_what_they_pin() {
     let mut compaction = table.iter(64 << 10);
     compaction.seek_to_first().unwrap();
     assert!(cache.pinned_bytes() > one + (32 << 10), "readahead buffer counted");
+    // The buffer is never in the cache, so it is charged to it, as open readers are.
+    assert!(cache.buffer_bytes() > 32 << 10, "readahead buffer charged");
     drop(compaction);
     assert_eq!(cache.pinned_bytes(), one);
+    assert_eq!(cache.buffer_bytes(), 0, "the charge ends with the iterator");
     drop(it);
     assert_eq!(cache.pinned_bytes(), 0);
 }
