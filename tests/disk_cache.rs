@@ -16,6 +16,9 @@ use forst::storage::{
     LocalStorage, Storage, StorageRef, WriteMode, block_on,
 };
 
+mod support;
+use support::incompressible;
+
 /// Counts reads of SST files that reach the storage it wraps.
 #[derive(Debug)]
 struct SstReads {
@@ -96,15 +99,7 @@ fn key(i: u64) -> Vec<u8> {
 
 /// 100 bytes that do not compress, so the state on disk is as large as written.
 fn value(i: u64, round: u64) -> Vec<u8> {
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ round.wrapping_add(1);
-    (0..100)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    incompressible(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ round.wrapping_add(1), 100)
 }
 
 /// Bytes of the regular files directly in `dir` (0 if it is gone).

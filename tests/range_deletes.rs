@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
 use forst::storage::{FaultStorage, OpKind, StorageOptions, StorageRef, open_storage};
 
+mod support;
+use support::incompressible;
+
 fn options() -> DbOptions {
     DbOptions {
         memtable_bytes: 256 << 10,
@@ -25,25 +28,16 @@ fn map_entry(user: u32, entry: u32) -> Vec<u8> {
     [map_prefix(user), format!("e{entry:02}").into_bytes()].concat()
 }
 
-/// 50 bytes that compress poorly, so that the files' count follows the entries'.
-fn map_value(user: u32, entry: u32) -> Vec<u8> {
-    let mut x = u64::from(user) << 32 | u64::from(entry) | 1;
-    (0..50)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Fills `users` maps of 20 entries of 50 bytes and compacts them into the last level.
 fn fill_maps(db: &Db, cf: &ColumnFamily, users: u32) {
     let mut batch = WriteBatch::new();
     for user in 0..users {
         for entry in 0..20 {
-            batch.put(cf, &map_entry(user, entry), &map_value(user, entry));
+            batch.put(
+                cf,
+                &map_entry(user, entry),
+                &incompressible(u64::from(user) << 32 | u64::from(entry), 50),
+            );
         }
     }
     db.write(&batch).unwrap();
