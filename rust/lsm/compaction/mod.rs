@@ -124,9 +124,10 @@ fn streams<'a>(inputs: impl Iterator<Item = (usize, &'a [Arc<TableFile>])>) -> u
         .sum()
 }
 
-/// Bytes per request for each of a compaction's `streams` inputs read at once.
+/// Bytes per request for each of a compaction's `streams` inputs read at once. Each input holds
+/// two spans: the one it reads from and the next, read in the background.
 fn readahead_per_input(db: &DbInner, streams: usize) -> usize {
-    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / streams.max(1) as u64;
+    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / (2 * streams.max(1) as u64);
     let configured = db.options.compaction_readahead_bytes.max(1) as u64;
     share.clamp(MIN_READAHEAD.min(configured), configured) as usize
 }

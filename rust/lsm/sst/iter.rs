@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::block::{Block, BlockIter};
 use super::coding::Decoded;
 use super::handle::BlockHandle;
 use super::table::{BlockPos, Table};
-use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
-use crate::storage::block_on;
+use crate::storage::{block_on, io_runtime};
+use crate::{Error, Result};
 
 /// Starts unpositioned (`valid() == false`): call `seek_to_first` or `seek` first. After an
 /// error the iterator is invalid until the next successful seek.
@@ -24,6 +24,10 @@ pub struct TableIterator {
     current: Option<BlockIter>,
     /// Readahead mode: the last span read, as (file offset, bytes).
     buffer: Option<(u64, Bytes)>,
+    /// Readahead mode: the span after `buffer`, being read in the background while `buffer` is
+    /// consumed, so that a compaction on a remote store waits for storage far less than once per
+    /// span.
+    next: Option<NextSpan>,
     /// Bytes of block, index partition and buffer this iterator holds, as counted in the cache's
     /// pinned gauge.
     pinned: i64,
@@ -40,6 +44,7 @@ impl TableIterator {
             at: None,
             current: None,
             buffer: None,
+            next: None,
             pinned: 0,
             charged: 0,
         }
@@ -107,7 +112,8 @@ impl TableIterator {
         } else {
             self.read_ahead(handle)?
         };
-        let buffered = self.buffer.as_ref().map_or(0, |(_, buf)| buf.len());
+        let buffered = self.buffer.as_ref().map_or(0, |(_, buf)| buf.len())
+            + self.next.as_ref().map_or(0, |next| next.len as usize);
         self.set_pinned(block.memory_size() + at.index.memory_size() + buffered);
         self.charge(buffered as u64);
         self.current = Some(BlockIter::new(block));
@@ -127,22 +133,27 @@ impl TableIterator {
         self.pinned = bytes;
     }
 
-    /// Serves the block `handle` from the readahead buffer, refilling it with one request of
-    /// `readahead` bytes (at least the block, at most up to the end of the data blocks).
+    /// Serves the block `handle` from the readahead buffer. When the buffer does not hold it, the
+    /// next span (read in the background) takes over, or failing that one request of `readahead`
+    /// bytes from the block on (at least the block, at most up to the end of the data blocks);
+    /// then the span after the new buffer starts reading in the background.
     fn read_ahead(&mut self, handle: BlockHandle) -> Result<Arc<Block>> {
         let end = handle.offset + handle.size;
-        let hit = self
-            .buffer
-            .take()
-            .filter(|(start, buf)| handle.offset >= *start && end <= start + buf.len() as u64);
-        let (start, buf) = match hit {
-            Some(span) => span,
-            None => {
-                // Blocks are contiguous, so the span need not end on a block boundary: a block
-                // the span cuts starts the next span.
-                let limit = handle.offset.saturating_add(self.readahead as u64);
-                let span_end = limit.min(self.table.data_end()).max(end);
-                (handle.offset, block_on(self.table.read(handle.offset..span_end))?)
+        let holds =
+            |start: u64, buf: &Bytes| handle.offset >= start && end <= start + buf.len() as u64;
+        let (start, buf) = match self.buffer.take() {
+            Some((start, buf)) if holds(start, &buf) => (start, buf),
+            previous => {
+                let joined = self.join_next(previous, handle.offset)?;
+                let (start, buf) = match joined {
+                    Some((start, buf)) if holds(start, &buf) => (start, buf),
+                    _ => {
+                        let span_end = self.span_end(handle.offset).max(end);
+                        (handle.offset, block_on(self.table.read(handle.offset..span_end))?)
+                    }
+                };
+                self.start_next(start + buf.len() as u64);
+                (start, buf)
             }
         };
         let from = (handle.offset - start) as usize;
@@ -150,10 +161,69 @@ impl TableIterator {
         self.buffer = Some((start, buf));
         self.table.decode_block(handle, &stored)
     }
+
+    /// Where a span starting at `from` ends.
+    fn span_end(&self, from: u64) -> u64 {
+        from.saturating_add(self.readahead as u64).min(self.table.data_end())
+    }
+
+    /// The background span, joined onto the tail of `previous` from `from` on when it continues
+    /// it (a block the previous span cut starts in its tail). None if there is no such span.
+    fn join_next(
+        &mut self,
+        previous: Option<(u64, Bytes)>,
+        from: u64,
+    ) -> Result<Option<(u64, Bytes)>> {
+        let Some(next) = self.next.take() else { return Ok(None) };
+        let tail = match previous {
+            Some((start, buf))
+                if from >= start
+                    && from <= next.start
+                    && next.start == start + buf.len() as u64 =>
+            {
+                buf.slice((from - start) as usize..)
+            }
+            _ if from == next.start => Bytes::new(),
+            _ => {
+                next.task.abort();
+                return Ok(None);
+            }
+        };
+        let span = block_on(next.task)
+            .map_err(|e| Error::io(self.table.path(), format!("readahead task: {e}")))??;
+        if tail.is_empty() {
+            return Ok(Some((from, span)));
+        }
+        let mut joined = BytesMut::with_capacity(tail.len() + span.len());
+        joined.extend_from_slice(&tail);
+        joined.extend_from_slice(&span);
+        Ok(Some((from, joined.freeze())))
+    }
+
+    /// Starts reading the span from `from` in the background (nothing past the data blocks).
+    fn start_next(&mut self, from: u64) {
+        let to = self.span_end(from);
+        if from >= to {
+            return;
+        }
+        let table = Arc::clone(&self.table);
+        let task = io_runtime().spawn(async move { table.read(from..to).await });
+        self.next = Some(NextSpan { start: from, len: to - from, task });
+    }
+}
+
+/// A span being read in the background.
+struct NextSpan {
+    start: u64,
+    len: u64,
+    task: tokio::task::JoinHandle<Result<Bytes>>,
 }
 
 impl Drop for TableIterator {
     fn drop(&mut self) {
+        if let Some(next) = self.next.take() {
+            next.task.abort();
+        }
         self.set_pinned(0);
         self.charge(0);
     }
