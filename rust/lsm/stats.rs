@@ -89,7 +89,7 @@ pub struct DbStats {
     pub index_filter_bytes_loaded: u64,
     /// Open table readers (footer, top-level index, properties), charged to the cache.
     pub table_reader_bytes: u64,
-    /// Compaction's readahead buffers, charged to the cache (together at most 1/8 of it).
+    /// Compaction's readahead buffers, charged to the cache (together at most 1/4 of it).
     pub readahead_buffer_bytes: u64,
     /// Blocks, index partitions and readahead buffers live iterators hold (the blocks usually
     /// also in the cache).

@@ -113,7 +113,7 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
 
 /// Share of the block cache that a compaction's readahead buffers may take together (they are
 /// charged to it): many L0 inputs read in smaller requests rather than past the memory budget.
-const READAHEAD_CACHE_SHARE: u64 = 8;
+const READAHEAD_CACHE_SHARE: u64 = 4;
 /// One small block per request at the least.
 const MIN_READAHEAD: u64 = 4 << 10;
 
