@@ -31,6 +31,7 @@ pub struct WriteBatch {
     /// memtable's entries share the copy: no allocation per entry.
     pub(crate) data: Vec<u8>,
     pub(crate) ops: Vec<BatchOp>,
+    /// The families the ops write to, once each: `Db::write` checks their handles.
     pub(crate) families: Vec<ColumnFamily>,
 }
 
