@@ -18,6 +18,8 @@ pub(crate) struct MemStorage {
     files: Arc<Mutex<HashMap<String, Bytes>>>,
     /// Number of `read_range` calls, to check request counts.
     pub reads: AtomicU64,
+    /// The ranges `read_range` was asked for, in order.
+    pub ranges: Mutex<Vec<Range<u64>>>,
     /// If non-zero, every `read_range` returns this many bytes fewer than asked.
     pub short_by: AtomicUsize,
     /// If set, every `read_range` yields to the executor once before answering, so readers
@@ -95,6 +97,7 @@ impl Storage for MemStorage {
 
     async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
         self.reads.fetch_add(1, Ordering::Relaxed);
+        self.ranges.lock().unwrap().push(range.clone());
         if self.yield_once.load(Ordering::Relaxed) {
             tokio::task::yield_now().await;
         }
