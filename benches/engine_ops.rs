@@ -65,15 +65,6 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group("put");
-    group.bench_function("ours", |b| {
-        b.iter(|| s.ours.put(&s.cf, &key(rng.random_range(0..KEYS)), &value()).unwrap())
-    });
-    group.bench_function("rocksdb", |b| {
-        b.iter(|| s.rocks.put(key(rng.random_range(0..KEYS)), value()).unwrap())
-    });
-    group.finish();
-
     for n in [100usize, 1000] {
         let mut group = c.benchmark_group(format!("multi_get_{n}"));
         group.bench_function(BenchmarkId::from_parameter("ours"), |b| {
@@ -93,8 +84,28 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
 
-    // Prefix iteration: all keys of one key group's first 100 users (a Flink map state scan).
-    let mut group = c.benchmark_group("prefix_iter_100");
+    prefix_group(c, "prefix_iter_100", &s, &mut rng);
+    // The same scans over state whose newest versions are still in the memtable.
+    overwrite_in_memtable(&s, RECENT_WRITES);
+    prefix_group(c, "prefix_iter_100_memtable", &s, &mut rng);
+
+    // Puts last, into a DB of their own: they grow the memtable for as long as criterion runs
+    // them, and the reads above must all meet the same compacted state.
+    drop(s);
+    let w = setup();
+    let mut group = c.benchmark_group("put");
+    group.bench_function("ours", |b| {
+        b.iter(|| w.ours.put(&w.cf, &key(rng.random_range(0..KEYS)), &value()).unwrap())
+    });
+    group.bench_function("rocksdb", |b| {
+        b.iter(|| w.rocks.put(key(rng.random_range(0..KEYS)), value()).unwrap())
+    });
+    group.finish();
+}
+
+/// Prefix iteration: all keys of one key group's first 100 users (a Flink map state scan).
+fn prefix_group(c: &mut Criterion, name: &str, s: &Setup, rng: &mut StdRng) {
+    let mut group = c.benchmark_group(name);
     let prefix = |i: u64| {
         let k = key(i);
         k[..k.len() - 4].to_vec() // key group + "user-000000xx"
@@ -126,6 +137,21 @@ fn benches(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Versions written after the compaction, left in both memtables (each engine's default memtable
+/// holds them all).
+const RECENT_WRITES: u64 = 100_000;
+
+fn overwrite_in_memtable(s: &Setup, count: u64) {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut batch = WriteBatch::new();
+    for _ in 0..count {
+        let k = key(rng.random_range(0..KEYS));
+        batch.put(&s.cf, &k, &value());
+        s.rocks.put(&k, value()).unwrap();
+    }
+    s.ours.write(&batch).unwrap();
 }
 
 criterion_group! {

@@ -20,11 +20,11 @@ def mean_ns(group: str, name: str) -> float:
     return json.loads(path.read_text())["mean"]["point_estimate"]
 
 
-print(f"{'benchmark':<18} {'ours':>12} {'rocksdb':>12} {'ours speed vs rocksdb':>22}")
-for group in ["get", "put", "multi_get_100", "multi_get_1000", "prefix_iter_100"]:
+print(f"{'benchmark':<26} {'ours':>12} {'rocksdb':>12} {'ours speed vs rocksdb':>22}")
+for group in ["get", "put", "multi_get_100", "multi_get_1000", "prefix_iter_100", "prefix_iter_100_memtable"]:
     try:
         ours, rocks = mean_ns(group, "ours"), mean_ns(group, "rocksdb")
     except FileNotFoundError:
-        print(f"{group:<18} (missing)")
+        print(f"{group:<26} (missing)")
         continue
-    print(f"{group:<18} {ours / 1000:>10.2f}us {rocks / 1000:>10.2f}us {rocks / ours:>21.2f}x")
+    print(f"{group:<26} {ours / 1000:>10.2f}us {rocks / 1000:>10.2f}us {rocks / ours:>21.2f}x")

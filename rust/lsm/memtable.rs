@@ -2,6 +2,7 @@
 //! tombstones written since the last freeze (fragmented, see `memtable_tombstones`). A frozen
 //! memtable is never written again.
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -127,60 +128,144 @@ impl MemTable {
         out
     }
 
-    pub fn iter(self: &std::sync::Arc<Self>) -> MemTableIterator {
-        MemTableIterator { table: self.clone(), current: None }
+    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator {
+            table: self.clone(),
+            ahead: VecDeque::new(),
+            chunk: FIRST_CHUNK,
+            exhausted: true,
+        }
     }
 }
 
-/// Walks a memtable in internal order. It re-seeks from the current key on each step, which keeps
-/// it free of borrows into the skiplist so it can own an `Arc<MemTable>`.
+/// Entries a seek reads ahead: a prefix check or a short scan needs a few.
+const FIRST_CHUNK: usize = 4;
+/// Most entries read ahead at once; chunks double up to this on a long scan.
+const MAX_CHUNK: usize = 64;
+
+/// Walks a memtable in internal order. It owns an `Arc<MemTable>` and so cannot hold a cursor
+/// borrowed from the skiplist; instead it copies the entries ahead of its position in chunks
+/// (each entry a reference count, not a copy of its bytes), so that a scan costs one skiplist
+/// search per chunk rather than one per step.
 pub struct MemTableIterator {
-    table: std::sync::Arc<MemTable>,
-    current: Option<(InternalKey, Bytes)>,
+    table: Arc<MemTable>,
+    /// The current entry first, then the ones after it.
+    ahead: VecDeque<(InternalKey, Bytes)>,
+    chunk: usize,
+    /// Nothing lies beyond the last entry of `ahead`.
+    exhausted: bool,
 }
 
 impl MemTableIterator {
-    fn position(&mut self, bound: Bound<&InternalKey>) {
-        self.current =
-            self.table.map.lower_bound(bound).map(|e| (e.key().clone(), e.value().clone()));
+    /// Reads the next chunk from `bound` on into `ahead`.
+    fn read_ahead(&mut self, bound: Bound<&InternalKey>) {
+        let entries = self.table.map.range((bound, Bound::Unbounded)).take(self.chunk);
+        let before = self.ahead.len();
+        self.ahead.extend(entries.map(|e| (e.key().clone(), e.value().clone())));
+        self.exhausted = self.ahead.len() - before < self.chunk;
+    }
+
+    fn current(&self) -> &(InternalKey, Bytes) {
+        self.ahead.front().expect("iterator not valid")
     }
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        !self.ahead.is_empty()
     }
 
     fn key(&self) -> &[u8] {
-        &self.current.as_ref().expect("iterator not valid").0.user_key
+        &self.current().0.user_key
     }
 
     fn seq(&self) -> SeqNo {
-        self.current.as_ref().expect("iterator not valid").0.seq
+        self.current().0.seq
     }
 
     fn kind(&self) -> ValueKind {
-        self.current.as_ref().expect("iterator not valid").0.kind
+        self.current().0.kind
     }
 
     fn value(&self) -> &[u8] {
-        &self.current.as_ref().expect("iterator not valid").1
+        &self.current().1
     }
 
     fn next(&mut self) -> Result<()> {
-        if let Some((key, _)) = self.current.take() {
-            self.position(Bound::Excluded(&key));
+        let Some(left) = self.ahead.pop_front() else {
+            return Ok(());
+        };
+        if self.ahead.is_empty() && !self.exhausted {
+            self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+            self.read_ahead(Bound::Excluded(&left.0));
         }
         Ok(())
     }
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
-        let target = InternalKey::new(
-            Bytes::copy_from_slice(user_key),
-            crate::lsm::key::MAX_SEQ,
-            ValueKind::Merge,
-        );
-        self.position(Bound::Included(&target));
+        let target = InternalKey::new(Bytes::copy_from_slice(user_key), MAX_SEQ, ValueKind::Merge);
+        self.ahead.clear();
+        self.chunk = FIRST_CHUNK;
+        self.read_ahead(Bound::Included(&target));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(it: &mut MemTableIterator) -> Vec<(Vec<u8>, SeqNo)> {
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push((it.key().to_vec(), it.seq()));
+            it.next().unwrap();
+        }
+        seen
+    }
+
+    #[test]
+    fn the_iterator_reads_ahead_across_chunks_in_internal_order() {
+        let table = Arc::new(MemTable::new());
+        let mut expected = Vec::new();
+        for i in 0..1000u32 {
+            let key = format!("k{i:05}").into_bytes();
+            // Three versions of every seventh key: newest first in internal order.
+            let versions: &[SeqNo] = if i % 7 == 0 { &[30, 20, 10] } else { &[5] };
+            for &seq in versions {
+                table.insert(
+                    Bytes::from(key.clone()),
+                    seq + u64::from(i) * 100,
+                    ValueKind::Put,
+                    Bytes::new(),
+                );
+                expected.push((key.clone(), seq + u64::from(i) * 100));
+            }
+        }
+        let mut it = table.iter();
+        assert!(!it.valid(), "unpositioned until a seek");
+        it.seek(b"").unwrap();
+        assert_eq!(walk(&mut it), expected);
+
+        it.seek(b"k00700").unwrap();
+        let from = expected.iter().position(|(k, _)| k == b"k00700").unwrap();
+        assert_eq!(walk(&mut it), expected[from..]);
+
+        it.seek(b"k99999").unwrap();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn the_iterator_sees_entries_written_past_its_read_ahead() {
+        let table = Arc::new(MemTable::new());
+        for i in 0..10u8 {
+            table.insert(Bytes::from(vec![b'a', i]), 1, ValueKind::Put, Bytes::new());
+        }
+        let mut it = table.iter();
+        it.seek(b"a").unwrap();
+        table.insert(Bytes::from_static(b"b"), 2, ValueKind::Put, Bytes::new());
+        let keys: Vec<_> = walk(&mut it).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys.len(), 11);
+        assert_eq!(keys.last().unwrap(), b"b");
     }
 }
