@@ -67,6 +67,7 @@ impl DbInner {
                 }),
             }
         }
+        mem.charge_batch();
         // Publish only after the whole batch is in the memtable.
         self.visible_seq.store(seq, Ordering::Release);
         self.counters.written(batch.ops.iter().map(|op| op.entry_bytes() as u64).sum());

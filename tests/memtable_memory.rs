@@ -1,0 +1,84 @@
+//! The memtable's charge against the budget covers the heap it really takes. Alone in its test
+//! binary: it counts every allocation of the process with a global allocator.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use forst::lsm::{Db, DbOptions, WriteBatch};
+
+struct Counting;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter only observes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as it is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const ENTRIES: u32 = 100_000;
+
+fn key(i: u32) -> Vec<u8> {
+    // Flink's layout: key group, key, namespace; scattered so the skiplist grows in every place.
+    let mut k = ((i % 128) as u16).to_be_bytes().to_vec();
+    k.extend_from_slice(format!("user-{:010}", i.wrapping_mul(2_654_435_761)).as_bytes());
+    k.extend_from_slice(b"ns");
+    k
+}
+
+/// Heap the memtable took for `ENTRIES` entries written by `write`, and what it charged.
+fn measure(write: impl Fn(&Db, &forst::lsm::ColumnFamily)) -> (i64, i64) {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = DbOptions { memtable_bytes: 1 << 30, ..DbOptions::default() };
+    let db = Db::open(&format!("file://{}", tmp.path().display()), options).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    let (heap_before, charged_before) = (LIVE.load(Ordering::Relaxed), db.stats().memtable_bytes);
+    write(&db, &cf);
+    let (heap_after, charged_after) = (LIVE.load(Ordering::Relaxed), db.stats().memtable_bytes);
+    assert_eq!(db.stats().active_memtable_entries, u64::from(ENTRIES), "nothing flushed");
+    (heap_after - heap_before, (charged_after - charged_before) as i64)
+}
+
+#[test]
+fn the_memtable_charges_at_least_the_heap_it_takes_and_not_much_more() {
+    let value = vec![b'v'; 100];
+    let batched = measure(|db, cf| {
+        let mut batch = WriteBatch::new();
+        for i in 0..ENTRIES {
+            batch.put(cf, &key(i), &value);
+            if batch.len() == 1000 {
+                db.write(&batch).unwrap();
+                batch.clear();
+            }
+        }
+    });
+    let single = measure(|db, cf| {
+        for i in 0..ENTRIES {
+            db.put(cf, &key(i), &value).unwrap();
+        }
+    });
+    let runs = [("batches of 1000", batched), ("single puts", single)];
+    for (how, (heap, charged)) in runs {
+        eprintln!(
+            "{how}: heap {heap} B ({} per entry), charged {charged} B ({} per entry)",
+            heap / i64::from(ENTRIES),
+            charged / i64::from(ENTRIES)
+        );
+    }
+    for (how, (heap, charged)) in runs {
+        assert!(charged >= heap, "{how}: charged {charged} B for {heap} B of heap");
+        assert!(charged * 4 <= heap * 5, "{how}: charged {charged} B for {heap} B of heap");
+    }
+}
