@@ -40,7 +40,7 @@ fn assert_within_budget(stats: &DbStats, when: &str) {
     let live = index_filter_live_bytes();
     let slack = 64 << 10;
     assert!(live <= CACHE + slack, "{when}: {live} bytes of index and filter alive; {stats:?}");
-    let charged = stats.block_cache_bytes + stats.table_reader_bytes + stats.readahead_buffer_bytes;
+    let charged = stats.block_cache_bytes + stats.table_reader_bytes + stats.io_buffer_bytes;
     assert!(charged <= CACHE + slack, "{when}: {charged} bytes charged; {stats:?}");
     assert!(stats.block_cache_index_filter_bytes <= CACHE, "{when}: {stats:?}");
 }
@@ -96,7 +96,7 @@ fn files_larger_than_a_stream_piece_are_written_in_pieces_and_read_back() {
     let tmp = tempfile::tempdir().unwrap();
     let storage: StorageRef = Arc::new(LocalStorage::new(tmp.path(), false).unwrap());
     let options = DbOptions {
-        memtable_bytes: 24 << 20,
+        memtable_bytes: 48 << 20,
         target_file_bytes: 64 << 20,
         auto_compaction: false,
         table: TableOptions { compression: Compression::None, ..TableOptions::default() },

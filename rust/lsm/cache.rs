@@ -115,7 +115,8 @@ pub struct BlockCache {
     kinds: Arc<KindBytes>,
     /// Bytes open table readers reserve.
     reserved: AtomicU64,
-    /// Bytes of readahead buffers (compaction's reads), charged like reservations.
+    /// Bytes of I/O buffers (compaction's readahead, flush and compaction output), charged like
+    /// reservations.
     buffers: AtomicU64,
     resize_lock: Mutex<()>,
     /// Bytes of blocks and buffers live iterators hold.
@@ -222,12 +223,12 @@ impl BlockCache {
         self.resize();
     }
 
-    /// Bytes of readahead buffers charged to the cache.
+    /// Bytes of I/O buffers charged to the cache.
     pub fn buffer_bytes(&self) -> u64 {
         self.buffers.load(Ordering::Relaxed)
     }
 
-    /// Moves the charge of a readahead buffer from `old` bytes to `new`.
+    /// Moves the charge of an I/O buffer from `old` bytes to `new`.
     pub(crate) fn charge_buffer(&self, old: u64, new: u64) {
         self.buffers.fetch_add(new, Ordering::Relaxed);
         self.buffers.fetch_sub(old, Ordering::Relaxed);

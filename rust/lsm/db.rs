@@ -240,7 +240,7 @@ impl Db {
             block_cache_index_filter_bytes: inner.cache.index_filter_bytes(),
             index_filter_bytes_loaded: inner.cache.index_filter_bytes_inserted(),
             table_reader_bytes: inner.cache.reserved_bytes(),
-            readahead_buffer_bytes: inner.cache.buffer_bytes(),
+            io_buffer_bytes: inner.cache.buffer_bytes(),
             iterator_pinned_bytes: inner.cache.pinned_bytes(),
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),

@@ -71,3 +71,39 @@ fn sync_phase_completes_while_a_writer_is_stalled() {
     assert_eq!(db.get(&cf, b"late").unwrap().unwrap(), "v");
     assert_eq!(db.stats().stalled_writers, 0);
 }
+
+/// A flush's output is charged to the block cache while it is built and written, and released
+/// once the file is stored.
+#[test]
+fn flush_output_is_charged_to_the_cache_until_stored() {
+    let memory =
+        open_storage("memory://db-tests-output-charge", &StorageOptions::default()).unwrap();
+    let storage = Arc::new(FaultStorage::new(memory));
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let db = Db::open_with_storage(storage.clone(), options).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..10_000u32 {
+        // Incompressible, so the file is as large as its entries.
+        let value: Vec<u8> = (0..100)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        db.put(&cf, format!("key{i:06}").as_bytes(), &value).unwrap();
+    }
+    assert_eq!(db.stats().io_buffer_bytes, 0, "nothing charged before the flush");
+    // The flushed file (about 1 MiB, below the streaming size) goes to storage in one put.
+    storage.hold(OpKind::Put);
+    let release = ReleaseOnDrop(storage.clone());
+    db.freeze_memtable().unwrap();
+    storage.wait_held(OpKind::Put, 1);
+    let charged = db.stats().io_buffer_bytes;
+    assert!(charged >= 512 << 10, "{charged} bytes of flush output charged");
+    drop(release);
+    db.flush().unwrap();
+    assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
+}

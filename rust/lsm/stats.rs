@@ -89,8 +89,9 @@ pub struct DbStats {
     pub index_filter_bytes_loaded: u64,
     /// Open table readers (footer, top-level index, properties), charged to the cache.
     pub table_reader_bytes: u64,
-    /// Compaction's readahead buffers, charged to the cache (together at most 1/4 of it).
-    pub readahead_buffer_bytes: u64,
+    /// I/O buffers charged to the cache: compaction's readahead (together at most 1/4 of it) and
+    /// the output flush and compaction build before it goes to storage.
+    pub io_buffer_bytes: u64,
     /// Blocks, index partitions and readahead buffers live iterators hold (the blocks usually
     /// also in the cache).
     pub iterator_pinned_bytes: u64,
@@ -151,13 +152,13 @@ impl DbStats {
         self.bytes_per_level.iter().sum()
     }
 
-    /// Memory the engine accounts for: memtables, cached blocks of every kind, open readers,
-    /// readahead buffers.
+    /// Memory the engine accounts for: memtables, cached blocks of every kind, open readers, I/O
+    /// buffers.
     pub fn memory_usage_bytes(&self) -> u64 {
         self.memtable_bytes
             + self.block_cache_bytes
             + self.table_reader_bytes
-            + self.readahead_buffer_bytes
+            + self.io_buffer_bytes
     }
 
     /// The exported values, in the order of `EXPORTED_STATS`.
@@ -178,7 +179,7 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("block-cache-index-filter-bytes", |s| s.block_cache_index_filter_bytes),
     ("index-filter-bytes-loaded", |s| s.index_filter_bytes_loaded),
     ("table-reader-bytes", |s| s.table_reader_bytes),
-    ("readahead-buffer-bytes", |s| s.readahead_buffer_bytes),
+    ("io-buffer-bytes", |s| s.io_buffer_bytes),
     ("iterator-pinned-bytes", |s| s.iterator_pinned_bytes),
     ("memory-usage-bytes", DbStats::memory_usage_bytes),
     ("memtable-bytes", |s| s.memtable_bytes),

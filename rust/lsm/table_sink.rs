@@ -21,6 +21,10 @@ use crate::storage::{FileWriter, WriteMode, block_on};
 /// would sit outside the memory budget). Smaller files go to storage in one put.
 const STREAM_BYTES: usize = 4 << 20;
 
+/// The charge of the builder's memory to the block cache follows it in steps of this size, so the
+/// cache's capacity is not recomputed for every block.
+const CHARGE_STEP: u64 = 64 << 10;
+
 /// A file being streamed: its number, name and open writer.
 struct Streaming {
     number: u64,
@@ -38,6 +42,8 @@ pub struct TableSink<'a> {
     tombstones_applied_through: SeqNo,
     /// Column family of the file being built.
     family: Option<ColumnFamilyId>,
+    /// Bytes of the builder's memory charged to the block cache (see `charge_held`).
+    charged: u64,
 }
 
 impl<'a> TableSink<'a> {
@@ -51,6 +57,7 @@ impl<'a> TableSink<'a> {
             outputs: Vec::new(),
             tombstones_applied_through,
             family: None,
+            charged: 0,
         }
     }
 
@@ -78,7 +85,18 @@ impl<'a> TableSink<'a> {
         } else if builder.buffered() >= STREAM_BYTES {
             self.stream()?;
         }
+        self.charge_held();
         Ok(())
+    }
+
+    /// Keeps the block cache charged with what the builder holds (blocks waiting to be streamed,
+    /// the file's index and filter): flush and compaction output is memory of the engine too.
+    fn charge_held(&mut self) {
+        let held = self.builder.as_ref().map_or(0, TableBuilder::held_bytes);
+        if held.abs_diff(self.charged) >= CHARGE_STEP || (held == 0 && self.charged > 0) {
+            self.db.cache.charge_buffer(self.charged, held);
+            self.charged = held;
+        }
     }
 
     /// Hands the finished blocks of the file being built to its writer (opened on first use).
@@ -117,7 +135,9 @@ impl<'a> TableSink<'a> {
     /// Writes the last file and returns every file written. On error, files already written are
     /// dropped as obsolete, so nothing is left behind.
     pub fn finish(mut self) -> Result<Vec<Arc<TableFile>>> {
-        if let Err(e) = self.finish_file() {
+        let finished = self.finish_file();
+        self.charge_held();
+        if let Err(e) = finished {
             self.outputs.iter().for_each(|f| f.mark_obsolete());
             return Err(e);
         }
@@ -191,5 +211,6 @@ impl Drop for TableSink<'_> {
         // Outputs not handed over by `finish` belong to a failed flush or compaction.
         self.outputs.iter().for_each(|f| f.mark_obsolete());
         self.abort_streaming();
+        self.db.cache.charge_buffer(self.charged, 0);
     }
 }

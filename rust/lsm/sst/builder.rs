@@ -141,6 +141,12 @@ impl TableBuilder {
         self.drained + self.out.len() as u64
     }
 
+    /// Bytes the builder holds in memory: finished blocks not taken yet, the open block, and the
+    /// index and filter of the whole file (written at its end).
+    pub fn held_bytes(&self) -> u64 {
+        (self.out.len() + self.block.estimated_size() + self.partitions.estimated_size()) as u64
+    }
+
     /// Bytes of finished blocks not taken yet.
     pub fn buffered(&self) -> usize {
         self.out.len()
