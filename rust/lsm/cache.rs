@@ -4,6 +4,11 @@
 //! tables are open. Open table readers (footer, top-level index, properties) are charged by
 //! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
 //!
+//! Memtables can be charged the same way (`DbOptions::memtables_charged_to_cache`, RocksDB's
+//! write buffer manager costed to the cache, as Flink configures it): the cache's capacity is then
+//! the whole memory budget, blocks give way while memtables fill and take the room back once they
+//! are flushed.
+//!
 //! The cache also measures what it holds per kind (data, index/filter), what readers reserve, and
 //! what iterators pin, for `Db::stats`.
 
@@ -119,6 +124,8 @@ pub struct BlockCache {
     /// reservations.
     buffers: AtomicU64,
     resize_lock: Mutex<()>,
+    /// Bytes of memtables charged to the cache.
+    memtables: AtomicU64,
     /// Bytes of blocks and buffers live iterators hold.
     pinned: AtomicI64,
     hits: AtomicU64,
@@ -145,6 +152,7 @@ impl BlockCache {
             kinds,
             reserved: AtomicU64::new(0),
             buffers: AtomicU64::new(0),
+            memtables: AtomicU64::new(0),
             resize_lock: Mutex::new(()),
             pinned: AtomicI64::new(0),
             hits: AtomicU64::new(0),
@@ -235,11 +243,24 @@ impl BlockCache {
         self.resize();
     }
 
+    /// Bytes of memtables charged to the cache.
+    pub fn memtable_bytes(&self) -> u64 {
+        self.memtables.load(Ordering::Relaxed)
+    }
+
+    /// Moves the charge of memtables from `old` bytes to `new`.
+    pub(crate) fn charge_memtables(&self, old: u64, new: u64) {
+        self.memtables.fetch_add(new, Ordering::Relaxed);
+        self.memtables.fetch_sub(old, Ordering::Relaxed);
+        self.resize();
+    }
+
     fn resize(&self) {
         // Serialized, so a resize computed from an older total never lands last.
         let _one_at_a_time = self.resize_lock.lock().unwrap_or_else(|e| e.into_inner());
         let step = (self.capacity / RESERVATION_STEPS).clamp(4 << 10, 1 << 20);
-        let charged = (self.reserved_bytes() + self.buffer_bytes()).div_ceil(step) * step;
+        let charged = self.reserved_bytes() + self.buffer_bytes() + self.memtable_bytes();
+        let charged = charged.div_ceil(step) * step;
         let floor = self.capacity / MIN_BLOCK_SHARE_DIVISOR;
         let blocks = self.capacity.saturating_sub(charged).max(floor);
         if blocks != self.cache.capacity() {

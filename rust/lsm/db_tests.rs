@@ -107,3 +107,42 @@ fn flush_output_is_charged_to_the_cache_until_stored() {
     db.flush().unwrap();
     assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
 }
+
+/// With memtables charged to the block cache, blocks give way while memtables fill and get the
+/// room back once they are flushed; without, memtables leave the block capacity alone.
+#[test]
+fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
+    const CACHE: u64 = 8 << 20;
+    for charged in [true, false] {
+        let url = format!("memory://db-tests-memtable-charge-{charged}");
+        let storage = open_storage(&url, &StorageOptions::default()).unwrap();
+        let options = DbOptions {
+            block_cache_bytes: CACHE,
+            memtables_charged_to_cache: charged,
+            auto_compaction: false,
+            ..DbOptions::default()
+        };
+        let db = Db::open_with_storage(storage, options).unwrap();
+        let cf = db.create_cf("s").unwrap();
+        for i in 0..8_000u32 {
+            db.put(&cf, format!("key{i:06}").as_bytes(), &[7; 100]).unwrap();
+        }
+        let memtables = db.stats().memtable_bytes;
+        assert!(memtables > 2 << 20, "{memtables} bytes of memtables");
+        let blocks = db.inner.cache.block_capacity();
+        if charged {
+            let slack = 512 << 10; // the charge's and the cache's steps
+            assert!(
+                blocks + memtables <= CACHE + slack,
+                "{blocks} for blocks, {memtables} charged"
+            );
+        } else {
+            assert_eq!(blocks, CACHE, "nothing charged");
+        }
+        db.flush().unwrap();
+        assert_eq!(db.stats().memtable_bytes, 0);
+        let reserved = db.stats().table_reader_bytes;
+        let blocks = db.inner.cache.block_capacity();
+        assert!(blocks + reserved + (256 << 10) >= CACHE, "{blocks} for blocks after the flush");
+    }
+}

@@ -19,6 +19,10 @@ pub struct DbOptions {
     pub max_frozen_memtables: usize,
     /// Capacity of the in-memory block cache.
     pub block_cache_bytes: u64,
+    /// Charge memtables to the block cache, whose capacity is then the whole memory budget
+    /// (RocksDB's write buffer manager costed to the cache, as Flink sets it up): reads get the
+    /// memory that memtables do not use at the moment.
+    pub memtables_charged_to_cache: bool,
     /// Target size of SST files written by flush and compaction.
     pub target_file_bytes: u64,
     /// Number of L0 files that triggers an L0 -> L1 compaction.
@@ -49,6 +53,7 @@ impl Default for DbOptions {
             memtable_bytes: 64 << 20,
             max_frozen_memtables: 2,
             block_cache_bytes: 256 << 20,
+            memtables_charged_to_cache: false,
             target_file_bytes: 32 << 20,
             // Eight flushes: a memtable holds about 2/3 of the entries of a RocksDB memtable of
             // the same size (per-entry skiplist overhead), and each L0 compaction rewrites all of
@@ -193,6 +198,14 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         doc: "capacity of the in-memory block cache",
         get: |o| o.block_cache_bytes,
         set: |o, v| o.block_cache_bytes = v,
+    },
+    EngineOption {
+        name: "memtables-charged-to-cache",
+        kind: OptionType::Bool,
+        min: None,
+        doc: "charge memtables to the block cache, which then holds the whole memory budget",
+        get: |o| o.memtables_charged_to_cache as u64,
+        set: |o, v| o.memtables_charged_to_cache = v != 0,
     },
     EngineOption {
         name: "target-file-bytes",

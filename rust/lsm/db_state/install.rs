@@ -60,6 +60,9 @@ impl DbInner {
         drop(sv);
         drop(meta);
         old.files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());
+        if flushed.is_some() {
+            self.charge_memtables();
+        }
         self.notify_background();
         Ok(())
     }

@@ -71,6 +71,8 @@ pub(crate) struct DbInner {
     instance: u64,
     /// One compaction at a time, background or manual.
     pub compaction_lock: Mutex<()>,
+    /// Bytes of memtables charged to the block cache (see `charge_memtables`).
+    memtables_charged: Mutex<u64>,
     /// TTL filters of column families, applied by compaction (not persisted: Flink sets them
     /// again whenever it registers a state).
     pub ttl: TtlFilters,
@@ -138,6 +140,7 @@ impl DbInner {
             ),
             instance,
             compaction_lock: Mutex::new(()),
+            memtables_charged: Mutex::new(0),
             ttl: TtlFilters::default(),
             background: Mutex::new(BackgroundState::default()),
             background_changed: Condvar::new(),
@@ -192,7 +195,28 @@ impl DbInner {
     pub(crate) fn new_file_number(&self) -> u64 {
         self.next_file_number.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// Brings the memtables' charge to the block cache up to date (if they are charged): called
+    /// after writes and after a flush lets a memtable go. The memtables are read under the lock,
+    /// so the last caller charges the newest state.
+    pub(crate) fn charge_memtables(&self) {
+        if !self.options.memtables_charged_to_cache {
+            return;
+        }
+        let mut charged = self.memtables_charged.lock().unwrap();
+        let sv = self.current();
+        let bytes = sv.mem.approximate_bytes()
+            + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>();
+        if bytes.abs_diff(*charged) >= MEMTABLE_CHARGE_STEP || (bytes == 0 && *charged > 0) {
+            self.cache.charge_memtables(*charged, bytes);
+            *charged = bytes;
+        }
+    }
 }
+
+/// The memtables' charge follows them in steps of this size, so that small writes do not each
+/// recompute the cache's capacity.
+const MEMTABLE_CHARGE_STEP: u64 = 256 << 10;
 
 /// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
 /// taken first: every entry of its files was visible when they were installed, so the snapshot

@@ -74,6 +74,7 @@ impl DbInner {
         if mem.approximate_bytes() >= self.options.memtable_bytes {
             self.freeze_memtable();
         }
+        self.charge_memtables();
         Ok(())
     }
 

@@ -78,6 +78,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
     private static final String MEMTABLE_BYTES = "memtable-bytes";
     private static final String MAX_FROZEN_MEMTABLES = "max-frozen-memtables";
     private static final String BLOCK_CACHE_BYTES = "block-cache-bytes";
+    private static final String MEMTABLES_CHARGED_TO_CACHE = "memtables-charged-to-cache";
     private static final String TARGET_FILE_BYTES = "target-file-bytes";
 
     /** The {@code state.backend.forst.*} keys set explicitly on this instance. */
@@ -342,7 +343,9 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
 
     /**
      * {memtable bytes, block cache bytes} for one keyed backend from its memory budget, or {0, 0}
-     * when no budget is configured (the engine options apply as configured).
+     * when no budget is configured (the engine options apply as configured). The cache holds the
+     * whole budget and the memtables are charged to it (Flink's write buffer manager costed to
+     * the cache): their share caps them, and reads get what they do not use at the moment.
      */
     long[] memoryBudget(Environment env, double managedMemoryFraction) {
         long budget;
@@ -365,7 +368,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         }
         long writeBuffers = (long) (budget * config.getWriteBufferRatio());
         long memtable = Math.max(MIN_MEMTABLE_BYTES, writeBuffers / memtables());
-        long cache = Math.max(MIN_BLOCK_CACHE_BYTES, budget - writeBuffers);
+        long cache = Math.max(MIN_BLOCK_CACHE_BYTES, budget);
         return new long[] {memtable, cache};
     }
 
@@ -398,6 +401,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
             engine.put(MEMTABLE_BYTES, Long.toString(memtable));
             engine.put(MAX_FROZEN_MEMTABLES, Integer.toString(memtables() - 1));
             engine.put(BLOCK_CACHE_BYTES, Long.toString(memory[1]));
+            engine.put(MEMTABLES_CHARGED_TO_CACHE, "true");
         }
         List<String> options = new ArrayList<>();
         engine.forEach(

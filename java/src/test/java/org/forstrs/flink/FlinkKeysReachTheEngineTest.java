@@ -71,6 +71,7 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry("max-frozen-memtables", "3")
                 .containsEntry("block-size", "8192")
                 .containsEntry("block-cache-bytes", Long.toString(12L << 20))
+                .containsEntry("memtables-charged-to-cache", "false")
                 .containsEntry("target-file-bytes", Long.toString(2L << 20))
                 .containsEntry("l1-target-bytes", Long.toString(20L << 20))
                 .containsEntry("bloom-bits-per-key", "0")
@@ -103,6 +104,7 @@ class FlinkKeysReachTheEngineTest {
         assertThat(smallShare)
                 .containsEntry("memtable-bytes", Long.toString(1L << 20))
                 .containsEntry("block-cache-bytes", Long.toString(32L << 20))
+                .containsEntry("memtables-charged-to-cache", "true")
                 .containsEntry(
                         "max-frozen-memtables", Integer.toString(ForStStateBackend.MEMTABLES - 1));
         Map<String, String> largeShare =
