@@ -139,8 +139,11 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
         storage =
             Arc::new(LatencyStorage::new(storage, Latency::per_call(DFS_LATENCY))) as StorageRef;
     }
+    // The budget as the Flink backend hands it over: the cache holds all of it and the memtables
+    // are charged to it.
     let options = DbOptions {
-        block_cache_bytes: BLOCK_CACHE,
+        block_cache_bytes: budget(),
+        memtables_charged_to_cache: true,
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
         ..DbOptions::default()

@@ -30,6 +30,9 @@ const RESERVATION_STEPS: u64 = 64;
 /// Reservations never take the block capacity below this share of the cache (1/4): with more
 /// open readers than that, blocks still get some room and the overshoot shows in the stats.
 const MIN_BLOCK_SHARE_DIVISOR: u64 = 4;
+/// Charged memtables (capped by their own limit) take their room from what reservations leave,
+/// down to this share (1/16), so that reads still find some room for blocks.
+const MIN_BLOCK_SHARE_UNDER_MEMTABLES_DIVISOR: u64 = 16;
 
 /// One cached block, decoded.
 #[derive(Clone)]
@@ -259,10 +262,12 @@ impl BlockCache {
         // Serialized, so a resize computed from an older total never lands last.
         let _one_at_a_time = self.resize_lock.lock().unwrap_or_else(|e| e.into_inner());
         let step = (self.capacity / RESERVATION_STEPS).clamp(4 << 10, 1 << 20);
-        let charged = self.reserved_bytes() + self.buffer_bytes() + self.memtable_bytes();
-        let charged = charged.div_ceil(step) * step;
-        let floor = self.capacity / MIN_BLOCK_SHARE_DIVISOR;
-        let blocks = self.capacity.saturating_sub(charged).max(floor);
+        let reserved = (self.reserved_bytes() + self.buffer_bytes()).div_ceil(step) * step;
+        let memtables = self.memtable_bytes().div_ceil(step) * step;
+        let blocks = (self.capacity.saturating_sub(reserved))
+            .max(self.capacity / MIN_BLOCK_SHARE_DIVISOR)
+            .saturating_sub(memtables)
+            .max(self.capacity / MIN_BLOCK_SHARE_UNDER_MEMTABLES_DIVISOR);
         if blocks != self.cache.capacity() {
             self.cache.set_capacity(blocks);
         }
