@@ -71,7 +71,6 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry("max-frozen-memtables", "3")
                 .containsEntry("block-size", "8192")
                 .containsEntry("block-cache-bytes", Long.toString(12L << 20))
-                .containsEntry("memtables-charged-to-cache", "false")
                 .containsEntry("target-file-bytes", Long.toString(2L << 20))
                 .containsEntry("l1-target-bytes", Long.toString(20L << 20))
                 .containsEntry("bloom-bits-per-key", "0")
@@ -104,7 +103,6 @@ class FlinkKeysReachTheEngineTest {
         assertThat(smallShare)
                 .containsEntry("memtable-bytes", Long.toString(1L << 20))
                 .containsEntry("block-cache-bytes", Long.toString(32L << 20))
-                .containsEntry("memtables-charged-to-cache", "true")
                 .containsEntry(
                         "max-frozen-memtables", Integer.toString(ForStStateBackend.MEMTABLES - 1));
         Map<String, String> largeShare =
@@ -112,6 +110,20 @@ class FlinkKeysReachTheEngineTest {
                         dir.resolve("b"),
                         backend.nativeOptions(new long[] {8L << 20, 32L << 20}, dir.toFile()));
         assertThat(largeShare).containsEntry("memtable-bytes", Long.toString(3L << 20));
+    }
+
+    @Test
+    void aBudgetSplitsIntoMemtablesAndCacheUnlessMemtablesAreChargedToIt() {
+        long budget = 64L << 20;
+        assertThat(backend(Map.of(P + "memory.write-buffer-ratio", "0.5")).split(budget))
+                .containsExactly(16L << 20, 32L << 20);
+        assertThat(
+                        backend(
+                                        Map.of(
+                                                P + "memory.write-buffer-ratio", "0.5",
+                                                P + "engine.memtables-charged-to-cache", "true"))
+                                .split(budget))
+                .containsExactly(16L << 20, 64L << 20);
     }
 
     @Test
