@@ -4,10 +4,9 @@
 //! tables are open. Open table readers (footer, top-level index, properties) are charged by
 //! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
 //!
-//! Memtables can be charged the same way (`DbOptions::memtables_charged_to_cache`, RocksDB's
-//! write buffer manager costed to the cache, as Flink configures it): the cache's capacity is then
-//! the whole memory budget, blocks give way while memtables fill and take the room back once they
-//! are flushed.
+//! Memtables can be charged the same way (`DbOptions::memtables_charged_to_cache`, as RocksDB's
+//! write buffer manager costed to the cache): the cache's capacity is then the whole memory
+//! budget, blocks give way while memtables fill and take the room back once they are flushed.
 //!
 //! The cache also measures what it holds per kind (data, index/filter), what readers reserve, and
 //! what iterators pin, for `Db::stats`.
