@@ -7,12 +7,15 @@
 //!
 //! The `ours-dfs` rows run ours on the latency-injected store over the same local directory
 //! (FLIP-423's HDFS: 1.5 ms per request), with `SCALE_DFS_READS` reads (each cold get waits for
-//! storage), against rocksdb on the local directory.
+//! storage), against rocksdb on the local directory. The `-dynamic` engines (not run by default)
+//! turn on dynamic level sizes (ours: `dynamic_level_sizes`, RocksDB:
+//! `level_compaction_dynamic_level_bytes`); `ours-dynamic` is compared with `rocksdb-dynamic`.
 //!
 //! Each row runs in a child process of its own (this binary, re-run with `SCALE_ROW` set), so
 //! rows do not share a peak: the child reads VmHWM from /proc/self/status at its end.
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
-//! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb ours ours-dfs", SCALE_DIR,
+//! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb ours ours-dfs" (also: ours-dynamic,
+//! rocksdb-dynamic), SCALE_DIR,
 //! SCALE_ROW_TIMEOUT_S=1800).
 
 use std::process::Command;
@@ -132,7 +135,7 @@ fn per_s(n: u64, since: Instant) -> f64 {
 /// Latency of the `ours-dfs` rows' store per request.
 const DFS_LATENCY: Duration = Duration::from_micros(1500);
 
-fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
+fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
     let url = format!("file://{}", dir.display());
     let mut storage = open_storage(&url, &StorageOptions::default()).unwrap();
     if dfs {
@@ -143,6 +146,7 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
         block_cache_bytes: BLOCK_CACHE,
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
+        dynamic_level_sizes: dynamic,
         ..DbOptions::default()
     };
     let db = Db::open_with_storage(storage, options).unwrap();
@@ -208,7 +212,7 @@ fn rocks_ticker(stats: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
+fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, dynamic: bool) -> Row {
     let mut table = rocksdb::BlockBasedOptions::default();
     let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE as usize).unwrap();
     table.set_block_cache(&cache);
@@ -220,6 +224,7 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64) -> Row {
     options.set_write_buffer_size(MEMTABLE as usize);
     options.set_max_write_buffer_number(FROZEN as i32 + 1);
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    options.set_level_compaction_dynamic_level_bytes(dynamic);
     options.enable_statistics();
     let db = rocksdb::DB::open_cf(&options, dir, ["state"]).unwrap();
     let cf = db.cf_handle("state").unwrap();
@@ -289,9 +294,11 @@ fn child(spec: &str) {
     let base = env_or("SCALE_DIR", &std::env::temp_dir().display().to_string());
     let dir = tempfile::tempdir_in(base).unwrap();
     let row = match engine {
-        "ours" => run_ours(dir.path(), keys, reads, false),
-        "ours-dfs" => run_ours(dir.path(), keys, reads, true),
-        "rocksdb" => run_rocks(dir.path(), keys, reads),
+        "ours" => run_ours(dir.path(), keys, reads, false, false),
+        "ours-dfs" => run_ours(dir.path(), keys, reads, true, false),
+        "ours-dynamic" => run_ours(dir.path(), keys, reads, false, true),
+        "rocksdb" => run_rocks(dir.path(), keys, reads, false),
+        "rocksdb-dynamic" => run_rocks(dir.path(), keys, reads, true),
         other => panic!("unknown engine {other}"),
     };
     println!("{}", row.encode());
@@ -378,12 +385,13 @@ fn main() {
                 );
             }
         }
-        let rocks = rows.iter().find(|(name, _)| *name == "rocksdb").and_then(|(_, r)| r.as_ref());
         let ours = rows.iter().filter(|(name, _)| name.starts_with("ours"));
         for (name, o) in ours.filter_map(|(name, row)| Some((name, row.as_ref()?))) {
-            let Some(r) = rocks else { break };
+            let baseline = if name.ends_with("-dynamic") { "rocksdb-dynamic" } else { "rocksdb" };
+            let rocks = rows.iter().find(|(n, _)| *n == baseline).and_then(|(_, r)| r.as_ref());
+            let Some(r) = rocks else { continue };
             println!(
-                "| {keys} | {name}/rocksdb | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
+                "| {keys} | {name}/{baseline} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
                 o.load_per_s / r.load_per_s,
                 o.get_per_s / r.get_per_s,
                 o.multi_get_per_s / r.multi_get_per_s,
