@@ -248,8 +248,8 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         min: None,
         doc: "level targets from the data's size (RocksDB's level_compaction_dynamic_level_bytes): \
               the last level's target is its size, each level above 1/level-size-multiplier of \
-              the one below, levels whose target would be below l1-target-bytes stay empty and \
-              L0 compacts into the first level below them",
+              the one below, and L0 compacts into the deepest level whose target is within \
+              l1-target-bytes, the levels above it staying empty",
         get: |o| o.dynamic_level_sizes as u64,
         set: |o, v| o.dynamic_level_sizes = v != 0,
     },
