@@ -227,7 +227,7 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, dynamic: bool) -> Row
     options.set_level_compaction_dynamic_level_bytes(dynamic);
     options.enable_statistics();
     // The family takes the options too: `open_cf` would give it RocksDB's defaults (no bloom
-    // filter, Snappy, an 8 MiB cache of its own, 2 write buffers, static level sizes).
+    // filter, the default codec and block cache, 2 write buffers, static level sizes).
     let state = rocksdb::ColumnFamilyDescriptor::new("state", options.clone());
     let db = rocksdb::DB::open_cf_descriptors(&options, dir, [state]).unwrap();
     let cf = db.cf_handle("state").unwrap();
