@@ -7,14 +7,18 @@
 //!
 //! The `ours-dfs` rows run ours on the latency-injected store over the same local directory
 //! (FLIP-423's HDFS: 1.5 ms per request), with `SCALE_DFS_READS` reads (each cold get waits for
-//! storage), against rocksdb on the local directory. The `rocksdb-in-budget` rows run RocksDB as
-//! Flink sets it up under managed memory: index and filter blocks in the block cache (so within
-//! the budget, as ours), L0's pinned. Each ours row gets a ratio against each rocksdb row.
+//! storage), against rocksdb on the local directory. The `-dynamic` engines (not run by default)
+//! turn on dynamic level sizes (ours: `dynamic_level_sizes`, RocksDB:
+//! `level_compaction_dynamic_level_bytes`); `ours-dynamic` is compared with `rocksdb-dynamic`.
+//! The `rocksdb-in-budget` rows run RocksDB as Flink sets it up under managed memory: index and
+//! filter blocks in the block cache (so within the budget, as ours), L0's pinned; the other ours
+//! rows are compared with `rocksdb` and with `rocksdb-in-budget`.
 //!
 //! Each row runs in a child process of its own (this binary, re-run with `SCALE_ROW` set), so
 //! rows do not share a peak: the child reads VmHWM from /proc/self/status at its end.
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
-//! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs", SCALE_DIR,
+//! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs" (also:
+//! ours-dynamic, rocksdb-dynamic), SCALE_DIR,
 //! SCALE_ROW_TIMEOUT_S=1800).
 
 use std::process::Command;
@@ -134,7 +138,7 @@ fn per_s(n: u64, since: Instant) -> f64 {
 /// Latency of the `ours-dfs` rows' store per request.
 const DFS_LATENCY: Duration = Duration::from_micros(1500);
 
-fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
+fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
     let url = format!("file://{}", dir.display());
     let mut storage = open_storage(&url, &StorageOptions::default()).unwrap();
     if dfs {
@@ -145,6 +149,7 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool) -> Row {
         block_cache_bytes: BLOCK_CACHE,
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
+        dynamic_level_sizes: dynamic,
         ..DbOptions::default()
     };
     let db = Db::open_with_storage(storage, options).unwrap();
@@ -213,7 +218,7 @@ fn rocks_ticker(stats: &str, name: &str) -> u64 {
 /// `in_budget`: index and filter blocks in the block cache, L0's pinned, as Flink sets RocksDB
 /// (and its ForSt) up under managed memory; otherwise RocksDB's default of holding every index
 /// and filter in memory outside the cache.
-fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool) -> Row {
+fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dynamic: bool) -> Row {
     let mut table = rocksdb::BlockBasedOptions::default();
     let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE as usize).unwrap();
     table.set_block_cache(&cache);
@@ -227,9 +232,10 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool) -> R
     options.set_write_buffer_size(MEMTABLE as usize);
     options.set_max_write_buffer_number(FROZEN as i32 + 1);
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    options.set_level_compaction_dynamic_level_bytes(dynamic);
     options.enable_statistics();
     // The family takes the options too: `open_cf` would give it RocksDB's defaults (no bloom
-    // filter, Snappy, an 8 MiB cache of its own, 2 write buffers).
+    // filter, the default codec and block cache, 2 write buffers, static level sizes).
     let state = rocksdb::ColumnFamilyDescriptor::new("state", options.clone());
     let db = rocksdb::DB::open_cf_descriptors(&options, dir, [state]).unwrap();
     let cf = db.cf_handle("state").unwrap();
@@ -299,10 +305,12 @@ fn child(spec: &str) {
     let base = env_or("SCALE_DIR", &std::env::temp_dir().display().to_string());
     let dir = tempfile::tempdir_in(base).unwrap();
     let row = match engine {
-        "ours" => run_ours(dir.path(), keys, reads, false),
-        "ours-dfs" => run_ours(dir.path(), keys, reads, true),
-        "rocksdb" => run_rocks(dir.path(), keys, reads, false),
-        "rocksdb-in-budget" => run_rocks(dir.path(), keys, reads, true),
+        "ours" => run_ours(dir.path(), keys, reads, false, false),
+        "ours-dfs" => run_ours(dir.path(), keys, reads, true, false),
+        "ours-dynamic" => run_ours(dir.path(), keys, reads, false, true),
+        "rocksdb" => run_rocks(dir.path(), keys, reads, false, false),
+        "rocksdb-in-budget" => run_rocks(dir.path(), keys, reads, true, false),
+        "rocksdb-dynamic" => run_rocks(dir.path(), keys, reads, false, true),
         other => panic!("unknown engine {other}"),
     };
     println!("{}", row.encode());
@@ -389,12 +397,18 @@ fn main() {
                 );
             }
         }
-        let baselines = rows.iter().filter(|(name, _)| name.starts_with("rocksdb"));
-        for (base, r) in baselines.filter_map(|(name, row)| Some((name, row.as_ref()?))) {
-            let ours = rows.iter().filter(|(name, _)| name.starts_with("ours"));
-            for (name, o) in ours.filter_map(|(name, row)| Some((name, row.as_ref()?))) {
+        let ours = rows.iter().filter(|(name, _)| name.starts_with("ours"));
+        for (name, o) in ours.filter_map(|(name, row)| Some((name, row.as_ref()?))) {
+            let dynamic = name.ends_with("-dynamic");
+            let baselines: &[&str] =
+                if dynamic { &["rocksdb-dynamic"] } else { &["rocksdb", "rocksdb-in-budget"] };
+            let rows = baselines.iter().filter_map(|&baseline| {
+                let row = rows.iter().find(|(n, _)| *n == baseline)?.1.as_ref()?;
+                Some((baseline, row))
+            });
+            for (baseline, r) in rows {
                 println!(
-                    "| {keys} | {name}/{base} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
+                    "| {keys} | {name}/{baseline} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
                     o.load_per_s / r.load_per_s,
                     o.get_per_s / r.get_per_s,
                     o.multi_get_per_s / r.multi_get_per_s,

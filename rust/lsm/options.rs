@@ -25,14 +25,19 @@ pub struct DbOptions {
     pub memtables_charged_to_cache: bool,
     /// Target size of SST files written by flush and compaction.
     pub target_file_bytes: u64,
-    /// Number of L0 files that triggers an L0 -> L1 compaction.
+    /// Number of L0 files that triggers a compaction of L0 into the level below (L1, or the base
+    /// level with `dynamic_level_sizes`).
     pub l0_compaction_trigger: usize,
     /// Flushes wait while L0 holds this many files (so writers stall behind them) until compaction
     /// catches up: reads stay bounded by the number of L0 files.
     pub l0_stop_trigger: usize,
-    /// Target size of L1; each deeper level is `level_size_multiplier` times larger.
+    /// Target size of L1; each deeper level is `level_size_multiplier` times larger. With
+    /// `dynamic_level_sizes`, the most the base level (where L0 compacts into) holds.
     pub l1_target_bytes: u64,
     pub level_size_multiplier: u64,
+    /// Level targets derived from the size of the data instead of from L1 (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`): see `compaction::level_targets`.
+    pub dynamic_level_sizes: bool,
     /// Most bytes per storage request when compaction scans input files; a compaction's buffers
     /// together stay within 1/4 of the block cache (see `compaction::readahead_per_input`).
     pub compaction_readahead_bytes: usize,
@@ -66,6 +71,8 @@ impl Default for DbOptions {
             // 3.5 at 128 MiB vs RocksDB's 2.6).
             l1_target_bytes: 256 << 20,
             level_size_multiplier: 10,
+            // As Flink's ForSt (`compaction.level.use-dynamic-size`).
+            dynamic_level_sizes: false,
             compaction_readahead_bytes: 2 << 20,
             auto_compaction: true,
             // About 20 s of retries: a storage hiccup passes, an outage fails the task.
@@ -235,7 +242,8 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         name: "l1-target-bytes",
         kind: OptionType::Bytes,
         min: None,
-        doc: "target size of L1",
+        doc: "target size of L1 (with dynamic-level-sizes: most bytes of the level L0 \
+              compacts into)",
         get: |o| o.l1_target_bytes,
         set: |o, v| o.l1_target_bytes = v,
     },
@@ -246,6 +254,17 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         doc: "size ratio between levels",
         get: |o| o.level_size_multiplier,
         set: |o, v| o.level_size_multiplier = v,
+    },
+    EngineOption {
+        name: "dynamic-level-sizes",
+        kind: OptionType::Bool,
+        min: None,
+        doc: "level targets from the data's size (RocksDB's level_compaction_dynamic_level_bytes): \
+              the last level's target is its size, each level above 1/level-size-multiplier of \
+              the one below, and L0 compacts into the deepest level whose target is within \
+              l1-target-bytes, the levels above it staying empty",
+        get: |o| o.dynamic_level_sizes as u64,
+        set: |o, v| o.dynamic_level_sizes = v != 0,
     },
     EngineOption {
         name: "compaction-readahead-bytes",
@@ -363,10 +382,12 @@ mod tests {
         let mut options = DbOptions::default();
         options.set("memtable-bytes", "1048576").unwrap();
         options.set("auto-compaction", "false").unwrap();
+        options.set("dynamic-level-sizes", "true").unwrap();
         options.set("compression", "none").unwrap();
         options.set("block-restart-interval", "4").unwrap();
         assert_eq!(options.memtable_bytes, 1 << 20);
         assert!(!options.auto_compaction);
+        assert!(options.dynamic_level_sizes);
         assert_eq!(options.table.compression, Compression::None);
         assert_eq!(options.table.restart_interval, 4);
         let values = options.values();

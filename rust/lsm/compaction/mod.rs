@@ -1,5 +1,8 @@
 //! Compaction: the background worker, and running one job (merge inputs, write outputs, install).
 
+pub mod level_targets;
+#[cfg(test)]
+mod level_targets_tests;
 pub mod picker;
 
 use std::sync::Arc;

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::lsm::compaction::level_targets::LevelTargets;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::version::{TableFile, Version};
 
@@ -61,12 +62,13 @@ pub fn key_range<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> (Vec<u8
     range.unwrap_or_default()
 }
 
-/// Every L0 file and what it overlaps in L1.
-fn level0_job(version: &Version) -> CompactionJob {
+/// Every L0 file and what it overlaps in the base level (L1 unless level sizes are dynamic).
+fn level0_job(version: &Version, targets: &LevelTargets) -> CompactionJob {
+    let base = targets.base_level();
     let l0 = version.levels[0].clone();
     let (lo, hi) = key_range(l0.iter());
-    let l1 = version.overlapping(1, &lo, &hi);
-    CompactionJob::new(vec![(0, l0), (1, l1)], 1)
+    let below = version.overlapping(base, &lo, &hi);
+    CompactionJob::new(vec![(0, l0), (base, below)], base)
 }
 
 /// Range deletes stay in the version until every file that may hold entries they delete has been
@@ -74,7 +76,7 @@ fn level0_job(version: &Version) -> CompactionJob {
 /// manifest bytes), or many over one file (which then holds much dead data), make the file that
 /// the most of them still apply to worth rewriting now. A sorted level's file is rewritten in
 /// place: its outputs stay in its key range, and it needs no merge with the level below.
-fn pick_for_tombstones(version: &Version) -> Option<CompactionJob> {
+fn pick_for_tombstones(version: &Version, targets: &LevelTargets) -> Option<CompactionJob> {
     let tombstones = &version.tombstones;
     if tombstones.is_empty() {
         return None;
@@ -86,17 +88,9 @@ fn pick_for_tombstones(version: &Version) -> Option<CompactionJob> {
         .filter(|&(_, f, n)| n > 0 && (many || n as u64 * TOMBSTONE_DENSITY >= f.props().entries))
         .max_by_key(|&(_, _, n)| n)?;
     Some(match level {
-        0 => level0_job(version),
+        0 => level0_job(version, targets),
         _ => CompactionJob::new(vec![(level, vec![file.clone()])], level),
     })
-}
-
-fn level_target(options: &DbOptions, level: usize) -> u64 {
-    let mut target = options.l1_target_bytes;
-    for _ in 1..level {
-        target = target.saturating_mul(options.level_size_multiplier);
-    }
-    target
 }
 
 /// How many bytes compaction is behind: the excess of each level over its target, and all of
@@ -107,9 +101,9 @@ pub fn pending_bytes(version: &Version, options: &DbOptions) -> u64 {
     } else {
         0
     };
-    let excess = (1..NUM_LEVELS - 1)
-        .map(|l| version.level_bytes(l).saturating_sub(level_target(options, l)))
-        .sum::<u64>();
+    let targets = LevelTargets::new(version, options);
+    let excess =
+        (1..NUM_LEVELS - 1).map(|l| targets.excess(l, version.level_bytes(l))).sum::<u64>();
     level0 + excess
 }
 
@@ -120,10 +114,14 @@ fn overlap_ratio(file: &TableFile, below: &[Arc<TableFile>]) -> f64 {
 
 /// How far each level is over its trigger: L0 by files against the compaction trigger, a sorted
 /// level by bytes against its target. The last level has no target.
-fn level_scores(version: &Version, options: &DbOptions) -> impl Iterator<Item = (usize, f64)> {
+fn level_scores<'a>(
+    version: &'a Version,
+    options: &'a DbOptions,
+    targets: &'a LevelTargets,
+) -> impl Iterator<Item = (usize, f64)> + 'a {
     let level0 = version.levels[0].len() as f64 / options.l0_compaction_trigger.max(1) as f64;
-    let sorted = (1..NUM_LEVELS - 1)
-        .map(|l| (l, version.level_bytes(l) as f64 / level_target(options, l) as f64));
+    let sorted =
+        (1..NUM_LEVELS - 1).map(|l| (l, targets.score(l, version.level_bytes(l), options)));
     std::iter::once((0, level0)).chain(sorted)
 }
 
@@ -131,12 +129,14 @@ fn level_scores(version: &Version, options: &DbOptions) -> impl Iterator<Item = 
 /// L0 always went first, a DB loaded faster than compaction runs would keep merging L0 into an
 /// L1 grown far past its target, rewriting all of that L1 each time.
 pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
-    let (level, score) = level_scores(version, options).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let targets = LevelTargets::new(version, options);
+    let (level, score) =
+        level_scores(version, options, &targets).max_by(|a, b| a.1.total_cmp(&b.1))?;
     if score < 1.0 {
-        return pick_for_tombstones(version);
+        return pick_for_tombstones(version, &targets);
     }
     if level == 0 {
-        return Some(level0_job(version));
+        return Some(level0_job(version, &targets));
     }
     // The file that rewrites the fewest bytes below per byte it moves down (RocksDB's
     // kMinOverlappingRatio): it keeps write amplification low.

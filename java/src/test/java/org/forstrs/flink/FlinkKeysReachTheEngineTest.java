@@ -61,6 +61,7 @@ class FlinkKeysReachTheEngineTest {
                                 P + "block.cache-size", "12mb",
                                 P + "compaction.level.target-file-size-base", "2mb",
                                 P + "compaction.level.max-size-level-base", "20mb",
+                                P + "compaction.level.use-dynamic-size", "true",
                                 P + "use-bloom-filter", "false",
                                 P + "compression.per.level", "NO_COMPRESSION",
                                 P + "engine.l0-compaction-trigger", "6"));
@@ -73,6 +74,7 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry("block-cache-bytes", Long.toString(12L << 20))
                 .containsEntry("target-file-bytes", Long.toString(2L << 20))
                 .containsEntry("l1-target-bytes", Long.toString(20L << 20))
+                .containsEntry("dynamic-level-sizes", "true")
                 .containsEntry("bloom-bits-per-key", "0")
                 .containsEntry("compression", "none")
                 .containsEntry("l0-compaction-trigger", "6");

@@ -109,6 +109,10 @@ final class EngineOptionMapping {
                             "l1-target-bytes",
                             (size, c) -> Long.toString(size.getBytes())),
                     new Mapping<>(
+                            ForStConfigurableOptions.USE_DYNAMIC_LEVEL_SIZE,
+                            "dynamic-level-sizes",
+                            (dynamic, c) -> Boolean.toString(dynamic)),
+                    new Mapping<>(
                             ForStConfigurableOptions.BLOOM_FILTER_BITS_PER_KEY,
                             "bloom-bits-per-key",
                             (bits, c) -> bloomBits(bits)),

@@ -101,7 +101,15 @@ public final class ForStConfigurableOptions {
             ConfigOptions.key(PREFIX + "compaction.level.use-dynamic-size")
                     .booleanType()
                     .defaultValue(false)
-                    .withDescription("Dynamic level sizes; no effect (static targets).");
+                    .withDescription(
+                            "Level targets from the size of the data (RocksDB's"
+                                    + " level_compaction_dynamic_level_bytes): the last level's"
+                                    + " target is its size, each level above holds"
+                                    + " 1/engine.level-size-multiplier (10) of the one below, and"
+                                    + " L0 compacts into the deepest level whose target is within"
+                                    + " max-size-level-base, the levels above it staying empty."
+                                    + " Off: L1's target is max-size-level-base and each deeper"
+                                    + " level's the multiplier times larger.");
 
     public static final ConfigOption<List<CompressionType>> COMPRESSION_PER_LEVEL =
             ConfigOptions.key(PREFIX + "compression.per.level")

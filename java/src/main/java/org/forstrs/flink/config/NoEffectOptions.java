@@ -50,9 +50,6 @@ final class NoEffectOptions {
         r.put(ForStConfigurableOptions.LOG_DIR.key(), NO_INFO_LOG);
         r.put(ForStConfigurableOptions.LOG_LEVEL.key(), NO_INFO_LOG);
         r.put(
-                ForStConfigurableOptions.USE_DYNAMIC_LEVEL_SIZE.key(),
-                "level targets are static: l1-target-bytes times the level multiplier");
-        r.put(
                 ForStConfigurableOptions.MIN_WRITE_BUFFER_NUMBER_TO_MERGE.key(),
                 "each memtable is flushed on its own");
         r.put(

@@ -165,6 +165,7 @@ class FlinkForStKeysTest {
                 .containsEntry("block-cache-bytes", Long.toString(16L << 20))
                 .containsEntry("target-file-bytes", Long.toString(2L << 20))
                 .containsEntry("l1-target-bytes", Long.toString(8L << 20))
+                .containsEntry("dynamic-level-sizes", "true")
                 .containsEntry("bloom-bits-per-key", "13")
                 .containsEntry("compression", "lz4");
         assertThat(all.getFixedPerSlot()).isEqualTo(MemorySize.ofMebiBytes(96));
