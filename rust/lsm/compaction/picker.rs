@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::lsm::compaction::in_flight::InFlight;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::version::{TableFile, Version};
 
@@ -73,22 +74,30 @@ fn level0_job(version: &Version) -> CompactionJob {
 /// rewritten; size-driven compactions get there in time. Many of them (each costs memory and
 /// manifest bytes), or many over one file (which then holds much dead data), make the file that
 /// the most of them still apply to worth rewriting now. A sorted level's file is rewritten in
-/// place: its outputs stay in its key range, and it needs no merge with the level below.
-fn pick_for_tombstones(version: &Version) -> Option<CompactionJob> {
+/// place: its outputs stay in its key range, and it needs no merge with the level below. Files
+/// other compactions hold are passed over for the next one.
+fn pick_for_tombstones(version: &Version, in_flight: &InFlight) -> Option<CompactionJob> {
     let tombstones = &version.tombstones;
     if tombstones.is_empty() {
         return None;
     }
     let many = tombstones.len() >= TOMBSTONE_COMPACTION_FRAGMENTS;
-    let (level, file, _) = (0..NUM_LEVELS)
+    let mut candidates: Vec<_> = (0..NUM_LEVELS)
         .flat_map(|l| version.levels[l].iter().map(move |f| (l, f)))
         .map(|(l, f)| (l, f, f.unapplied_tombstones(tombstones)))
         .filter(|&(_, f, n)| n > 0 && (many || n as u64 * TOMBSTONE_DENSITY >= f.props().entries))
-        .max_by_key(|&(_, _, n)| n)?;
-    Some(match level {
-        0 => level0_job(version),
-        _ => CompactionJob::new(vec![(level, vec![file.clone()])], level),
-    })
+        .collect();
+    // Most fragments first; of equals the last, as `max_by_key` would.
+    candidates.reverse();
+    candidates.sort_by(|a, b| b.2.cmp(&a.2));
+    candidates
+        .into_iter()
+        .filter(|(_, file, _)| !in_flight.is_busy(file))
+        .map(|(level, file, _)| match level {
+            0 => level0_job(version),
+            _ => CompactionJob::new(vec![(level, vec![file.clone()])], level),
+        })
+        .find(|job| in_flight.admits(job))
 }
 
 fn level_target(options: &DbOptions, level: usize) -> u64 {
@@ -129,27 +138,65 @@ fn level_scores(version: &Version, options: &DbOptions) -> impl Iterator<Item = 
 
 /// The level furthest over its trigger goes first, L0 included (RocksDB's compaction score). If
 /// L0 always went first, a DB loaded faster than compaction runs would keep merging L0 into an
-/// L1 grown far past its target, rewriting all of that L1 each time.
-pub fn pick(version: &Version, options: &DbOptions) -> Option<CompactionJob> {
-    let (level, score) = level_scores(version, options).max_by(|a, b| a.1.total_cmp(&b.1))?;
-    if score < 1.0 {
-        return pick_for_tombstones(version);
+/// L1 grown far past its target, rewriting all of that L1 each time. A job `in_flight` does not
+/// admit (it would read a file another compaction reads, or write where another writes) gives way
+/// to the level's next-best file, then to the next level; with nothing in flight the first choice
+/// always runs.
+pub fn pick(version: &Version, options: &DbOptions, in_flight: &InFlight) -> Option<CompactionJob> {
+    let mut due: Vec<(usize, f64)> =
+        level_scores(version, options).filter(|l| l.1 >= 1.0).collect();
+    // Highest score first; of equals the deeper level, as `max_by` would.
+    due.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    for (level, _) in due {
+        let job = match level {
+            0 => Some(level0_job(version)).filter(|job| in_flight.admits(job)),
+            _ => pick_in_level(version, options, level, in_flight),
+        };
+        if job.is_some() {
+            return job;
+        }
     }
-    if level == 0 {
-        return Some(level0_job(version));
-    }
-    // The file that rewrites the fewest bytes below per byte it moves down (RocksDB's
-    // kMinOverlappingRatio): it keeps write amplification low.
-    let (file, below) = version.levels[level]
+    pick_for_tombstones(version, in_flight)
+}
+
+/// A job moving a file of sorted `level` down: the file that rewrites the fewest bytes below per
+/// byte it moves down (RocksDB's kMinOverlappingRatio: it keeps write amplification low), with
+/// its free neighbours if that runs beside the compactions in flight, else alone, else the next
+/// file.
+fn pick_in_level(
+    version: &Version,
+    options: &DbOptions,
+    level: usize,
+    in_flight: &InFlight,
+) -> Option<CompactionJob> {
+    let mut candidates: Vec<_> = version.levels[level]
         .iter()
+        .filter(|f| !in_flight.is_busy(f))
         .map(|f| (f, version.overlapping(level + 1, f.smallest(), f.largest())))
-        .min_by(|(a, a_below), (b, b_below)| {
-            overlap_ratio(a, a_below).total_cmp(&overlap_ratio(b, b_below))
-        })?;
-    let inputs = with_free_neighbours(version, options, level, file, &below);
-    let (lo, hi) = key_range(inputs.iter());
-    let below = version.overlapping(level + 1, &lo, &hi);
-    Some(CompactionJob::new(vec![(level, inputs), (level + 1, below)], level + 1))
+        .collect();
+    candidates.sort_by(|(a, a_below), (b, b_below)| {
+        overlap_ratio(a, a_below).total_cmp(&overlap_ratio(b, b_below))
+    });
+    for (file, below) in candidates {
+        let inputs = with_free_neighbours(version, options, level, file, &below);
+        let alone = inputs.len() == 1;
+        let (lo, hi) = key_range(inputs.iter());
+        let below_all = version.overlapping(level + 1, &lo, &hi);
+        let job = CompactionJob::new(vec![(level, inputs), (level + 1, below_all)], level + 1);
+        if in_flight.admits(&job) {
+            return Some(job);
+        }
+        if !alone {
+            let job = CompactionJob::new(
+                vec![(level, vec![file.clone()]), (level + 1, below)],
+                level + 1,
+            );
+            if in_flight.admits(&job) {
+                return Some(job);
+            }
+        }
+    }
+    None
 }
 
 /// Most bytes one size-driven compaction takes in, in target file sizes (RocksDB's
