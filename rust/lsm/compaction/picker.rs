@@ -226,3 +226,194 @@ fn with_free_neighbours(
         vec![file.clone()]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::cache::BlockCache;
+    use crate::lsm::compaction::in_flight::Compactions;
+    use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
+    use crate::lsm::sst::TableProperties;
+    use crate::lsm::version::ObsoleteFiles;
+    use crate::lsm::version::manifest::FileRecord;
+    use crate::storage::{StorageOptions, open_storage};
+
+    /// A file of `size` bytes over [lo, hi] (no table behind it: the picker reads none).
+    fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<TableFile> {
+        let props = TableProperties {
+            smallest_key: lo.to_string().into(),
+            largest_key: hi.to_string().into(),
+            min_seq: 1,
+            max_seq: 1,
+            entries: 10,
+            size,
+        };
+        let record = FileRecord {
+            level: 0,
+            number,
+            path: format!("{number:06}.sst"),
+            size,
+            props,
+            tombstones_applied_through: 0,
+            bounds: None,
+            owned: true,
+            location: None,
+        };
+        let storage = open_storage("memory://picker-tests", &StorageOptions::default()).unwrap();
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        Arc::new(TableFile::from_record(
+            &record,
+            storage,
+            cache,
+            Arc::new(ObsoleteFiles::default()),
+        ))
+    }
+
+    fn options() -> DbOptions {
+        DbOptions {
+            l0_compaction_trigger: 2,
+            l1_target_bytes: 100,
+            level_size_multiplier: 10,
+            target_file_bytes: 100,
+            ..DbOptions::default()
+        }
+    }
+
+    fn numbers(job: &CompactionJob) -> Vec<u64> {
+        job.input_files().map(|f| f.number).collect()
+    }
+
+    /// L1 three times over its target; below each L1 file a file of its own, with overlap ratios
+    /// 0.1 (file 1), 0.5 (file 2) and 2 (file 3).
+    fn three_disjoint_jobs() -> Version {
+        let mut version = Version::default();
+        version.levels[1] =
+            vec![file(1, "a", "c", 100), file(2, "d", "f", 100), file(3, "g", "i", 100)];
+        version.levels[2] =
+            vec![file(11, "a", "b", 10), file(12, "d", "f", 50), file(13, "g", "i", 200)];
+        version
+    }
+
+    #[test]
+    fn a_busy_file_gives_way_to_the_next_disjoint_job_or_none() {
+        let (version, options, compactions) =
+            (three_disjoint_jobs(), options(), Compactions::default());
+        let mut in_flight = compactions.lock();
+        let mut claims = Vec::new();
+        for expected in [[1, 11], [2, 12], [3, 13]] {
+            let job = pick(&version, &options, &in_flight).expect("a disjoint job");
+            assert_eq!(numbers(&job), expected);
+            assert_eq!(job.output_level, 2);
+            claims.push(compactions.claim_job(&mut in_flight, &job));
+        }
+        assert!(pick(&version, &options, &in_flight).is_none(), "every file is busy");
+        assert_eq!((in_flight.running(), in_flight.max_running()), (3, 3));
+        drop(in_flight);
+        // Letting the second job go frees exactly its files.
+        claims.remove(1);
+        let in_flight = compactions.lock();
+        let job = pick(&version, &options, &in_flight).unwrap();
+        assert_eq!(numbers(&job), [2, 12]);
+        assert_eq!(in_flight.running(), 2);
+    }
+
+    #[test]
+    fn a_file_below_that_is_busy_blocks_every_job_that_would_read_it() {
+        let mut version = three_disjoint_jobs();
+        // File 2 now also lies over file 11: both jobs need it.
+        version.levels[1][1] = file(2, "b", "f", 100);
+        version.levels[2][1] = file(12, "e", "f", 50);
+        let (options, compactions) = (options(), Compactions::default());
+        let mut in_flight = compactions.lock();
+        let first = pick(&version, &options, &in_flight).unwrap();
+        assert_eq!(numbers(&first), [1, 11]);
+        let _claim = compactions.claim_job(&mut in_flight, &first);
+        let second = pick(&version, &options, &in_flight).unwrap();
+        assert_eq!(numbers(&second), [3, 13], "file 2 would read the busy file 11");
+        drop(in_flight); // before the claim, which takes the lock to let go
+    }
+
+    #[test]
+    fn a_job_writing_into_a_range_in_flight_at_its_output_level_waits() {
+        let (version, compactions) = (three_disjoint_jobs(), Compactions::default());
+        let mut in_flight = compactions.lock();
+        // A move of a file into L2 over [a, e] (files of its own, none of the version's).
+        let moving = CompactionJob::new(vec![(1, vec![file(90, "a", "e", 10)])], 2);
+        let _claim = compactions.claim_job(&mut in_flight, &moving);
+        let into_l2 = CompactionJob::new(vec![(1, vec![file(91, "e", "e", 10)])], 2);
+        let into_l3 = CompactionJob::new(vec![(2, vec![file(92, "e", "e", 10)])], 3);
+        let beside = CompactionJob::new(vec![(1, vec![file(93, "f", "f", 10)])], 2);
+        assert!(!in_flight.admits(&into_l2));
+        assert!(in_flight.admits(&into_l3));
+        assert!(in_flight.admits(&beside));
+        // Of the version's jobs, those of files 1 and 2 write into [a, e] at L2.
+        let job = pick(&version, &options(), &in_flight).unwrap();
+        assert_eq!(numbers(&job), [3, 13]);
+        drop(in_flight);
+    }
+
+    #[test]
+    fn level0_compacts_one_job_at_a_time() {
+        let mut version = Version::default();
+        version.levels[0] = vec![file(3, "a", "z", 10), file(2, "a", "m", 10)];
+        version.levels[1] = vec![file(1, "b", "c", 10)];
+        let (options, compactions) = (options(), Compactions::default());
+        let mut in_flight = compactions.lock();
+        let first = pick(&version, &options, &in_flight).unwrap();
+        assert_eq!((numbers(&first), first.output_level), (vec![3, 2, 1], 1));
+        let claim = compactions.claim_job(&mut in_flight, &first);
+        // Flushes add files while it runs: L0 is over its trigger again, with files no job holds.
+        version.levels[0].insert(0, file(5, "n", "p", 10));
+        version.levels[0].insert(0, file(4, "x", "y", 10));
+        assert!(pick(&version, &options, &in_flight).is_none());
+        let fresh = Version {
+            levels: [
+                vec![file(4, "x", "y", 10), file(5, "n", "p", 10)],
+                vec![],
+                vec![],
+                vec![],
+                vec![],
+                vec![],
+                vec![],
+            ],
+            ..Version::default()
+        };
+        assert!(pick(&fresh, &options, &in_flight).is_none(), "a second L0 job");
+        drop(in_flight);
+        drop(claim);
+        let in_flight = compactions.lock();
+        let next = pick(&fresh, &options, &in_flight).unwrap();
+        assert_eq!(numbers(&next), [4, 5]);
+    }
+
+    #[test]
+    fn tombstone_picks_skip_busy_files_and_a_second_level0_job() {
+        let mut version = Version::default();
+        version.levels[0] = vec![file(1, "a", "b", 10)];
+        version.levels[2] = vec![file(2, "c", "d", 10), file(3, "e", "f", 10)];
+        let tombstone = |start: &str, end: &str| RangeTombstone {
+            start: start.to_string().into(),
+            end: end.to_string().into(),
+            seq: 5,
+        };
+        version.tombstones = Arc::new(FragmentedTombstones::new([
+            tombstone("a", "aa"),
+            tombstone("c", "cc"),
+            tombstone("e", "ee"),
+        ]));
+        let (options, compactions) = (options(), Compactions::default());
+        let mut in_flight = compactions.lock();
+        let mut claims = Vec::new();
+        let mut picked = Vec::new();
+        while let Some(job) = pick(&version, &options, &in_flight) {
+            picked.push((numbers(&job), job.output_level));
+            claims.push(compactions.claim_job(&mut in_flight, &job));
+        }
+        picked.sort();
+        assert_eq!(picked, [(vec![1], 1), (vec![2], 2), (vec![3], 2)]);
+        // A new L0 file with a tombstone over it: L0 is busy.
+        version.levels[0].insert(0, file(4, "a", "b", 10));
+        assert!(pick(&version, &options, &in_flight).is_none());
+        drop(in_flight);
+    }
+}
