@@ -42,6 +42,8 @@ struct Mix {
     keys_per_family: u32,
     /// Range deletes in a batch of the `WriteBatch` op.
     batch_range_deletes: bool,
+    /// Engine options of the mix.
+    options: fn() -> DbOptions,
 }
 
 const GENERAL: Mix = Mix {
@@ -62,6 +64,7 @@ const GENERAL: Mix = Mix {
     ],
     keys_per_family: 20_000,
     batch_range_deletes: false,
+    options: small_options,
 };
 
 const RANGE_DELETE_HEAVY: Mix = Mix {
@@ -84,7 +87,23 @@ const RANGE_DELETE_HEAVY: Mix = Mix {
     ],
     keys_per_family: 2_000,
     batch_range_deletes: true,
+    options: small_options,
 };
+
+/// The range-delete heavy mix with four compaction threads and small files, so that background
+/// compactions of disjoint ranges run beside each other, the foreground ones and the writes.
+const PARALLEL_COMPACTIONS: Mix =
+    Mix { keys_per_family: 10_000, options: parallel_compaction_options, ..RANGE_DELETE_HEAVY };
+
+fn parallel_compaction_options() -> DbOptions {
+    DbOptions {
+        memtable_bytes: 32 << 10,
+        target_file_bytes: 8 << 10,
+        l1_target_bytes: 32 << 10,
+        max_background_compactions: 4,
+        ..small_options()
+    }
+}
 
 impl Mix {
     fn pick(&self, rng: &mut StdRng) -> Op {
@@ -150,23 +169,24 @@ impl Oracle {
 
 struct Ours {
     storage: StorageRef,
+    options: DbOptions,
     db: Db,
     cfs: Vec<ColumnFamily>,
 }
 
 impl Ours {
-    fn open(storage: StorageRef) -> Self {
-        let db = Db::open_with_storage(storage.clone(), small_options()).expect("open forst");
+    fn open(storage: StorageRef, options: DbOptions) -> Self {
+        let db = Db::open_with_storage(storage.clone(), options.clone()).expect("open forst");
         let cfs = FAMILIES.iter().map(|n| db.create_cf(n).unwrap()).collect();
-        Ours { storage, db, cfs }
+        Ours { storage, options, db, cfs }
     }
 
     fn reopen(self) -> Self {
         self.db.flush().unwrap();
         self.db.close().unwrap();
-        let storage = self.storage.clone();
+        let (storage, options) = (self.storage.clone(), self.options.clone());
         drop(self);
-        Ours::open(storage)
+        Ours::open(storage, options)
     }
 }
 
@@ -272,7 +292,8 @@ fn run(seed: u64, ops: u64, mix: &Mix) {
     let ours_dir = tempfile::tempdir().unwrap();
     let oracle = Oracle::open(oracle_dir.path());
     let url = format!("file://{}", ours_dir.path().display());
-    let mut ours = Ours::open(open_storage(&url, &StorageOptions::default()).unwrap());
+    let storage = open_storage(&url, &StorageOptions::default()).unwrap();
+    let mut ours = Ours::open(storage, (mix.options)());
     let mut counts = std::collections::BTreeMap::<Op, u64>::new();
     for step in 0..ops {
         let family = rng.random_range(0..FAMILIES.len());
@@ -475,8 +496,9 @@ fn run(seed: u64, ops: u64, mix: &Mix) {
     }
     let stats = ours.db.stats();
     println!(
-        "seed {seed}: {ops} ops {counts:?}; files per level {:?}, range tombstones {}",
-        stats.files_per_level, stats.range_tombstones
+        "seed {seed}: {ops} ops {counts:?}; files per level {:?}, range tombstones {}, most \
+         compactions at once since the last open {}",
+        stats.files_per_level, stats.range_tombstones, stats.max_running_compactions
     );
     let missing: Vec<Op> =
         mix.ops.iter().map(|&(op, _)| op).filter(|op| !counts.contains_key(op)).collect();
@@ -511,4 +533,9 @@ fn million_random_operations_match_rocksdb() {
 #[test]
 fn range_delete_heavy_operations_match_rocksdb() {
     run_reporting_seed(300_000, &RANGE_DELETE_HEAVY);
+}
+
+#[test]
+fn operations_with_parallel_compactions_match_rocksdb() {
+    run_reporting_seed(300_000, &PARALLEL_COMPACTIONS);
 }
