@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use forst::Result;
 use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
-use forst::storage::{FileInfo, FileWriter, Storage, StorageRef, WriteMode};
+use forst::storage::{FaultStorage, FileInfo, FileWriter, OpKind, Storage, StorageRef, WriteMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -321,4 +321,53 @@ fn two_compactions_run_at_the_same_time() {
     let stats = db.stats();
     assert!(stats.max_running_compactions >= 2, "{}", stats.max_running_compactions);
     check_all(&db, &cf, &model, "after parallel compactions");
+}
+
+#[test]
+fn a_failed_compaction_lets_its_files_go_and_a_retry_finishes_the_work() {
+    let faults = Arc::new(FaultStorage::new(support::fresh_memory("failed-compaction")));
+    let storage: StorageRef = faults.clone();
+    let options = DbOptions { auto_compaction: false, ..tiny_options(2) };
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    let mut model = Model::new();
+    for n in 0..3000u32 {
+        let (k, v) = (format!("k{n:05}").into_bytes(), format!("{n}-{}", "y".repeat(40)));
+        db.put(&cf, &k, v.as_bytes()).unwrap();
+        model.insert(k, v.into_bytes());
+    }
+    db.flush().unwrap();
+    // The second SST put of the first compaction fails (a manifest put would too).
+    faults.fail_nth(OpKind::Put, 2);
+    assert!(db.compact_until_settled().is_err());
+    let stats = db.stats();
+    assert_eq!(stats.running_compactions, 0, "the failed job let its files go");
+    assert!(stats.compaction_pending);
+    db.compact_until_settled().unwrap();
+    assert!(!db.stats().compaction_pending, "every file was free to compact again");
+    check_all(&db, &cf, &model, "after the retry");
+}
+
+#[test]
+fn background_compactions_retry_transient_failures_in_parallel() {
+    let faults = Arc::new(FaultStorage::new(support::fresh_memory("retried-compactions")));
+    let storage: StorageRef = faults.clone();
+    let options = DbOptions {
+        background_retries: 1000,
+        retry_backoff: Duration::from_millis(1),
+        max_retry_backoff: Duration::from_millis(5),
+        ..tiny_options(4)
+    };
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    // One write in ten fails (transient): flushes and compactions retry.
+    faults.fail_fraction(OpKind::Put, 0.1, 7);
+    let model = writer(&db, &cf, 0, 10_000);
+    faults.clear();
+    db.flush().unwrap();
+    db.compact_until_settled().unwrap();
+    assert!(faults.injected() > 0);
+    let stats = db.stats();
+    assert!(!stats.failed && !stats.compaction_pending && stats.compactions > 0);
+    check_all(&db, &cf, &model, "after retried compactions");
 }

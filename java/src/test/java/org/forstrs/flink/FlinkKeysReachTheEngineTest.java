@@ -63,6 +63,7 @@ class FlinkKeysReachTheEngineTest {
                                 P + "compaction.level.max-size-level-base", "20mb",
                                 P + "use-bloom-filter", "false",
                                 P + "compression.per.level", "NO_COMPRESSION",
+                                P + "thread.num", "3",
                                 P + "engine.l0-compaction-trigger", "6"));
         Map<String, String> options =
                 inEffect(dir, backend.nativeOptions(new long[] {0, 0}, dir.toFile()));
@@ -75,6 +76,7 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry("l1-target-bytes", Long.toString(20L << 20))
                 .containsEntry("bloom-bits-per-key", "0")
                 .containsEntry("compression", "none")
+                .containsEntry("max-background-compactions", "2")
                 .containsEntry("l0-compaction-trigger", "6");
     }
 
