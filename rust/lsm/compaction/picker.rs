@@ -89,7 +89,7 @@ fn pick_for_tombstones(version: &Version, in_flight: &InFlight) -> Option<Compac
         .collect();
     // Most fragments first; of equals the last, as `max_by_key` would.
     candidates.reverse();
-    candidates.sort_by(|a, b| b.2.cmp(&a.2));
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.2));
     candidates
         .into_iter()
         .filter(|(_, file, _)| !in_flight.is_busy(file))
