@@ -29,8 +29,9 @@ pub struct DbOptions {
     /// Target size of L1; each deeper level is `level_size_multiplier` times larger.
     pub l1_target_bytes: u64,
     pub level_size_multiplier: u64,
-    /// Most bytes per storage request when compaction scans input files; a compaction's buffers
-    /// together stay within 1/4 of the block cache (see `compaction::readahead_per_input`).
+    /// Most bytes per storage request when compaction scans input files; the buffers of all
+    /// compactions together stay within 1/4 of the block cache (see
+    /// `compaction::readahead_per_input`).
     pub compaction_readahead_bytes: usize,
     /// Run background compactions (tests turn this off to control when they happen).
     pub auto_compaction: bool,
@@ -244,8 +245,8 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         name: "compaction-readahead-bytes",
         kind: OptionType::Bytes,
         min: None,
-        doc: "most bytes per storage request when compaction reads (all of a compaction's \
-              buffers together stay within 1/4 of the block cache, which they are charged to)",
+        doc: "most bytes per storage request when compaction reads (the buffers of all \
+              compactions together stay within 1/4 of the block cache, which they are charged to)",
         get: |o| o.compaction_readahead_bytes as u64,
         set: |o, v| o.compaction_readahead_bytes = v as usize,
     },

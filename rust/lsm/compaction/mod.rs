@@ -145,8 +145,9 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     merge_and_install(db, children, &version, true, &inputs, NUM_LEVELS - 1)
 }
 
-/// Share of the block cache that a compaction's readahead buffers may take together (they are
-/// charged to it): many L0 inputs read in smaller requests rather than past the memory budget.
+/// Share of the block cache that the readahead buffers of all compactions may take together (they
+/// are charged to it): many L0 inputs, or many compactions at once, read in smaller requests
+/// rather than past the memory budget.
 const READAHEAD_CACHE_SHARE: u64 = 4;
 /// One small block per request at the least.
 const MIN_READAHEAD: u64 = 4 << 10;
@@ -159,9 +160,11 @@ fn streams<'a>(inputs: impl Iterator<Item = (usize, &'a [Arc<TableFile>])>) -> u
 }
 
 /// Bytes per request for each of a compaction's `streams` inputs read at once. Each input holds
-/// two spans: the one it reads from and the next, read in the background.
+/// two spans: the one it reads from and the next, read in the background. Each compaction thread
+/// gets an equal part of the share.
 fn readahead_per_input(db: &DbInner, streams: usize) -> usize {
-    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / (2 * streams.max(1) as u64);
+    let threads = db.options.max_background_compactions.max(1) as u64;
+    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / threads / (2 * streams.max(1) as u64);
     let configured = db.options.compaction_readahead_bytes.max(1) as u64;
     share.clamp(MIN_READAHEAD.min(configured), configured) as usize
 }
