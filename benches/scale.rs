@@ -18,8 +18,8 @@
 //! rows do not share a peak: the child reads VmHWM from /proc/self/status at its end.
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
 //! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs" (also:
-//! ours-dynamic, rocksdb-dynamic), SCALE_DIR,
-//! SCALE_ROW_TIMEOUT_S=1800).
+//! ours-dynamic, rocksdb-dynamic), SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800,
+//! SCALE_COMPACTION_THREADS=1: ours' `max_background_compactions`).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -150,6 +150,7 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
         dynamic_level_sizes: dynamic,
+        max_background_compactions: env_u64("SCALE_COMPACTION_THREADS", 1).max(1) as usize,
         ..DbOptions::default()
     };
     let db = Db::open_with_storage(storage, options).unwrap();

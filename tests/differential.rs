@@ -86,6 +86,20 @@ const RANGE_DELETE_HEAVY: Mix = Mix {
     batch_range_deletes: true,
 };
 
+/// The range-delete heavy mix with four compaction threads and small files, so that background
+/// compactions of disjoint ranges run beside each other, the foreground ones and the writes.
+const PARALLEL_COMPACTIONS: Mix = Mix { keys_per_family: 10_000, ..RANGE_DELETE_HEAVY };
+
+fn parallel_compaction_options() -> DbOptions {
+    DbOptions {
+        memtable_bytes: 32 << 10,
+        target_file_bytes: 8 << 10,
+        l1_target_bytes: 32 << 10,
+        max_background_compactions: 4,
+        ..small_options()
+    }
+}
+
 impl Mix {
     fn pick(&self, rng: &mut StdRng) -> Op {
         let total: u32 = self.ops.iter().map(|(_, w)| w).sum();
@@ -477,8 +491,9 @@ fn run(seed: u64, ops: u64, mix: &Mix, options: &DbOptions) {
     }
     let stats = ours.db.stats();
     println!(
-        "seed {seed}: {ops} ops {counts:?}; files per level {:?}, range tombstones {}",
-        stats.files_per_level, stats.range_tombstones
+        "seed {seed}: {ops} ops {counts:?}; files per level {:?}, range tombstones {}, most \
+         compactions at once since the last open {}",
+        stats.files_per_level, stats.range_tombstones, stats.max_running_compactions
     );
     let missing: Vec<Op> =
         mix.ops.iter().map(|&(op, _)| op).filter(|op| !counts.contains_key(op)).collect();
@@ -528,4 +543,9 @@ fn operations_with_dynamic_level_sizes_match_rocksdb() {
     };
     run_reporting_seed(300_000, &GENERAL, options.clone());
     run_reporting_seed(100_000, &RANGE_DELETE_HEAVY, options);
+}
+
+#[test]
+fn operations_with_parallel_compactions_match_rocksdb() {
+    run_reporting_seed(300_000, &PARALLEL_COMPACTIONS, parallel_compaction_options());
 }

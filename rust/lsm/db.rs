@@ -62,10 +62,11 @@ impl Db {
         session: u64,
     ) -> Result<Db> {
         let inner = DbInner::open(storage, options, resolve, session)?;
-        let workers = vec![
-            inner.spawn_worker("forst-flush", flush::run_flush_worker),
-            inner.spawn_worker("forst-compact", compaction::run_compaction_worker),
-        ];
+        let mut workers = vec![inner.spawn_worker("forst-flush", flush::run_flush_worker)];
+        for i in 0..inner.options.max_background_compactions {
+            let name = format!("forst-compact-{i}");
+            workers.push(inner.spawn_worker(&name, compaction::run_compaction_worker));
+        }
         inner.request_compaction();
         Ok(Db { inner, workers: Mutex::new(workers) })
     }
@@ -203,11 +204,17 @@ impl Db {
         compaction::compact_all(&self.inner)
     }
 
-    /// Runs background-style compactions until no level needs one.
+    /// Runs background-style compactions until no level needs one. Background compactions may
+    /// run meanwhile: when all that is left is theirs, this waits for them and looks again.
     pub fn compact_until_settled(&self) -> Result<()> {
         self.inner.check_open()?;
-        while compaction::run_one_compaction(&self.inner)? {}
-        Ok(())
+        loop {
+            while compaction::run_one_compaction(&self.inner)? {}
+            if !self.inner.compactions.wait_idle() {
+                return Ok(());
+            }
+            self.inner.check_open()?;
+        }
     }
 
     /// Waits until every file that left the tree so far and has no reader, iterator or
@@ -255,7 +262,12 @@ impl Db {
             ttl_removed_entries: inner.ttl.removed(),
             ttl_trimmed_lists: inner.ttl.trimmed(),
             range_tombstones: sv.version.tombstones.len(),
-            compaction_pending: compaction::picker::pick(&sv.version, &inner.options).is_some(),
+            compaction_pending: compaction::picker::pick(
+                &sv.version,
+                &inner.options,
+                &Default::default(),
+            )
+            .is_some(),
             pending_compaction_bytes: compaction::picker::pending_bytes(
                 &sv.version,
                 &inner.options,
@@ -266,6 +278,10 @@ impl Db {
             ..DbStats::default()
         };
         inner.counters.fill(&mut stats);
+        let in_flight = inner.compactions.lock();
+        (stats.running_compactions, stats.max_running_compactions) =
+            (in_flight.running(), in_flight.max_running());
+        drop(in_flight);
         stats
     }
 

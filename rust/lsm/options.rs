@@ -38,11 +38,15 @@ pub struct DbOptions {
     /// Level targets derived from the size of the data instead of from L1 (RocksDB's
     /// `level_compaction_dynamic_level_bytes`): see `compaction::level_targets`.
     pub dynamic_level_sizes: bool,
-    /// Most bytes per storage request when compaction scans input files; a compaction's buffers
-    /// together stay within 1/4 of the block cache (see `compaction::readahead_per_input`).
+    /// Most bytes per storage request when compaction scans input files; the buffers of all
+    /// compactions together stay within 1/4 of the block cache (see
+    /// `compaction::readahead_per_input`).
     pub compaction_readahead_bytes: usize,
     /// Run background compactions (tests turn this off to control when they happen).
     pub auto_compaction: bool,
+    /// Background compaction threads. Jobs run side by side when they read no common file and
+    /// write apart (see `compaction::in_flight`); one flush thread runs besides.
+    pub max_background_compactions: usize,
     /// A background flush or compaction failing with a transient error is retried this many
     /// times, after `retry_backoff`, doubled for each next retry up to `max_retry_backoff`. A
     /// permanent error, or one that outlasts the retries, fails the database.
@@ -75,6 +79,9 @@ impl Default for DbOptions {
             dynamic_level_sizes: false,
             compaction_readahead_bytes: 2 << 20,
             auto_compaction: true,
+            // One: what a Flink slot's share of cores usually allows (Flink's `thread.num` 2 =
+            // one flush and one compaction thread).
+            max_background_compactions: 1,
             // About 20 s of retries: a storage hiccup passes, an outage fails the task.
             background_retries: 8,
             retry_backoff: Duration::from_millis(100),
@@ -270,8 +277,8 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         name: "compaction-readahead-bytes",
         kind: OptionType::Bytes,
         min: None,
-        doc: "most bytes per storage request when compaction reads (all of a compaction's \
-              buffers together stay within 1/4 of the block cache, which they are charged to)",
+        doc: "most bytes per storage request when compaction reads (the buffers of all \
+              compactions together stay within 1/4 of the block cache, which they are charged to)",
         get: |o| o.compaction_readahead_bytes as u64,
         set: |o, v| o.compaction_readahead_bytes = v as usize,
     },
@@ -282,6 +289,14 @@ pub const ENGINE_OPTIONS: &[EngineOption] = &[
         doc: "run background compactions",
         get: |o| o.auto_compaction as u64,
         set: |o, v| o.auto_compaction = v != 0,
+    },
+    EngineOption {
+        name: "max-background-compactions",
+        kind: OptionType::Count,
+        min: Some(1),
+        doc: "compaction threads; jobs over disjoint files and key ranges run in parallel",
+        get: |o| o.max_background_compactions as u64,
+        set: |o, v| o.max_background_compactions = v as usize,
     },
     EngineOption {
         name: "block-size",

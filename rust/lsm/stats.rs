@@ -125,6 +125,10 @@ pub struct DbStats {
     pub compaction_bytes_written_per_level: Vec<u64>,
     /// Key and value bytes of the writes applied.
     pub user_bytes_written: u64,
+    /// Compactions running now (a file drop or move counts while it is installed).
+    pub running_compactions: usize,
+    /// Most compactions that ran at once since open.
+    pub max_running_compactions: usize,
     /// Whether the compaction picker would pick a job now.
     pub compaction_pending: bool,
     /// Bytes by which levels exceed their targets (all of level 0 once it triggers compaction).
@@ -203,6 +207,8 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("compaction-bytes-read", |s| s.compaction_bytes_read),
     ("compaction-bytes-written", |s| s.compaction_bytes_written),
     ("compaction-pending", |s| u64::from(s.compaction_pending)),
+    ("running-compactions", |s| s.running_compactions as u64),
+    ("max-running-compactions", |s| s.max_running_compactions as u64),
     ("pending-compaction-bytes", |s| s.pending_compaction_bytes),
     ("user-bytes-written", |s| s.user_bytes_written),
     ("background-errors", |s| u64::from(s.failed)),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::lsm::cache::BlockCache;
+use crate::lsm::compaction::in_flight::InFlight;
 use crate::lsm::compaction::level_targets::LevelTargets;
 use crate::lsm::compaction::picker::{pending_bytes, pick};
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
@@ -63,7 +64,7 @@ fn version(level0: usize, levels: &[(usize, u64)]) -> Version {
 }
 
 fn output_and_input_levels(v: &Version, options: &DbOptions) -> (usize, Vec<usize>) {
-    let job = pick(v, options).expect("a compaction is due");
+    let job = pick(v, options, &InFlight::default()).expect("a compaction is due");
     (job.output_level, job.inputs.iter().map(|(l, _)| *l).collect())
 }
 
@@ -120,7 +121,10 @@ fn targets_derive_from_the_last_levels_size_and_the_base_level_is_the_deepest_wi
     assert_eq!(output_and_input_levels(&v, &options(true)), (LAST, vec![5, LAST]));
     assert_eq!(pending_bytes(&v, &options(true)), 5_000);
     let grown = version(0, &[(5, 20_000), (LAST, 250_000)]);
-    assert!(pick(&grown, &options(true)).is_none(), "L5's target grew to 25k");
+    assert!(
+        pick(&grown, &options(true), &InFlight::default()).is_none(),
+        "L5's target grew to 25k"
+    );
 }
 
 #[test]

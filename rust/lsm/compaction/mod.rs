@@ -1,5 +1,8 @@
-//! Compaction: the background worker, and running one job (merge inputs, write outputs, install).
+//! Compaction: the background workers (`max_background_compactions` of them), and running one
+//! job (merge inputs, write outputs, install). Jobs run side by side when their inputs and output
+//! ranges are apart (`in_flight`).
 
+pub mod in_flight;
 pub mod level_targets;
 #[cfg(test)]
 mod level_targets_tests;
@@ -52,28 +55,64 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
     }
 }
 
-/// Picks and runs one compaction; false if none is needed.
+/// Picks and runs one compaction; false if none is needed or every one needed would touch what
+/// compactions running on other threads hold.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
-    let _one_at_a_time = db.compaction_lock.lock().unwrap();
-    let version = db.current().version.clone();
-    if drop_deleted_files(db, &version)? {
-        return Ok(true);
-    }
-    let Some(job) = picker::pick(&version, &db.options) else {
-        return Ok(false);
+    let _beside_others = db.compaction_lock.read().unwrap();
+    let (version, work) = {
+        let mut in_flight = db.compactions.lock();
+        // The version is read under the claims' lock: claims are let go only after their
+        // results are installed, so every file it lists that no claim holds is free.
+        let version = db.current().version.clone();
+        let deleted: Vec<_> = version
+            .files_deleted_by_tombstones()
+            .into_iter()
+            .filter(|f| !in_flight.is_busy(f))
+            .collect();
+        let work = if !deleted.is_empty() {
+            let claim = db.compactions.claim_files(&mut in_flight, &deleted);
+            Work::Drop(deleted, claim)
+        } else {
+            match picker::pick(&version, &db.options, &in_flight) {
+                Some(job) => {
+                    let claim = db.compactions.claim_job(&mut in_flight, &job);
+                    Work::Job(job, claim)
+                }
+                None => return Ok(false),
+            }
+        };
+        (version, work)
     };
+    // Another job may be free beside this one: let a sleeping worker look.
+    db.request_compaction();
+    match work {
+        Work::Drop(deleted, _claim) => drop_deleted_files(db, &deleted)?,
+        Work::Job(job, _claim) => run_job(db, &version, &job)?,
+    }
+    Ok(true)
+}
+
+/// What a worker claimed: files to drop, or a job to run. The claim is let go when this drops,
+/// after the result is installed or the work failed.
+enum Work<'a> {
+    Drop(Vec<Arc<TableFile>>, in_flight::Claim<'a>),
+    Job(picker::CompactionJob, in_flight::Claim<'a>),
+}
+
+fn run_job(db: &DbInner, version: &Version, job: &picker::CompactionJob) -> Result<()> {
     if job.is_trivial_move() {
         let (level, file) = (job.inputs[0].0, job.inputs[0].1[0].clone());
-        db.install_version(
+        return db.install_version(
             |v| {
                 remove_files(v, std::slice::from_ref(&file));
                 insert_sorted(v, level + 1, vec![file.clone()]);
             },
             None,
-        )?;
-        return Ok(true);
+        );
     }
     let (lo, hi) = job.key_range();
+    // No job in flight can bring keys of [lo, hi] below the output level meanwhile: they would
+    // pass through it, where this job holds the range.
     let bottommost =
         (job.output_level + 1..NUM_LEVELS).all(|l| version.overlapping(l, &lo, &hi).is_empty());
     let readahead = readahead_per_input(db, streams(job.inputs.iter().map(|(l, f)| (*l, &f[..]))));
@@ -82,24 +121,19 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
         children.extend(input_iterators(*level, files, readahead)?);
     }
     let inputs: Vec<_> = job.input_files().cloned().collect();
-    merge_and_install(db, children, &version, bottommost, &inputs, job.output_level)?;
-    Ok(true)
+    merge_and_install(db, children, version, bottommost, &inputs, job.output_level)
 }
 
-/// Drops the files that range deletes wholly cover, without reading them. Only compaction
-/// removes files (one job at a time), so no running job is still merging them into its outputs.
-fn drop_deleted_files(db: &DbInner, version: &Version) -> Result<bool> {
-    let deleted = version.files_deleted_by_tombstones();
-    if deleted.is_empty() {
-        return Ok(false);
-    }
-    db.install_version(|v| remove_files(v, &deleted), None)?;
-    Ok(true)
+/// Drops files that range deletes wholly cover, without reading them. The caller claimed them,
+/// so no running job is merging them into its outputs.
+fn drop_deleted_files(db: &DbInner, deleted: &[Arc<TableFile>]) -> Result<()> {
+    db.install_version(|v| remove_files(v, deleted), None)
 }
 
 /// Rewrites every file into the last level.
 pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
-    let _one_at_a_time = db.compaction_lock.lock().unwrap();
+    // Alone: waits for the running compactions, and none starts meanwhile.
+    let _alone = db.compaction_lock.write().unwrap();
     let version = db.current().version.clone();
     let inputs: Vec<_> = version.files().cloned().collect();
     if inputs.is_empty() {
@@ -114,8 +148,9 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     merge_and_install(db, children, &version, true, &inputs, NUM_LEVELS - 1)
 }
 
-/// Share of the block cache that a compaction's readahead buffers may take together (they are
-/// charged to it): many L0 inputs read in smaller requests rather than past the memory budget.
+/// Share of the block cache that the readahead buffers of all compactions may take together (they
+/// are charged to it): many L0 inputs, or many compactions at once, read in smaller requests
+/// rather than past the memory budget.
 const READAHEAD_CACHE_SHARE: u64 = 4;
 /// One small block per request at the least.
 const MIN_READAHEAD: u64 = 4 << 10;
@@ -128,9 +163,11 @@ fn streams<'a>(inputs: impl Iterator<Item = (usize, &'a [Arc<TableFile>])>) -> u
 }
 
 /// Bytes per request for each of a compaction's `streams` inputs read at once. Each input holds
-/// two spans: the one it reads from and the next, read in the background.
+/// two spans: the one it reads from and the next, read in the background. Each compaction thread
+/// gets an equal part of the share.
 fn readahead_per_input(db: &DbInner, streams: usize) -> usize {
-    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / (2 * streams.max(1) as u64);
+    let threads = db.options.max_background_compactions.max(1) as u64;
+    let share = db.cache.capacity() / READAHEAD_CACHE_SHARE / threads / (2 * streams.max(1) as u64);
     let configured = db.options.compaction_readahead_bytes.max(1) as u64;
     share.clamp(MIN_READAHEAD.min(configured), configured) as usize
 }

@@ -1,4 +1,5 @@
-//! Background scheduling: starting the worker threads (their bodies, `flush` and `compaction`,
+//! Background scheduling: starting the worker threads (one flush thread and
+//! `max_background_compactions` compaction threads; their bodies, `flush` and `compaction`,
 //! are handed in by `Db`, so this state does not depend on them), waking them (one mutex and
 //! condition variable, `DbInner::background`), stopping them (shutdown, or a failure that stops
 //! the whole database), and waiting for them.

@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 
 use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::ColumnFamily;
+use crate::lsm::compaction::in_flight::Compactions;
 use crate::lsm::key::SeqNo;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::DbOptions;
@@ -69,8 +70,11 @@ pub(crate) struct DbInner {
     families: RwLock<BTreeMap<String, ColumnFamily>>,
     /// Unique per open database in this process: column family handles are checked against it.
     instance: u64,
-    /// One compaction at a time, background or manual.
-    pub compaction_lock: Mutex<()>,
+    /// Background compactions take it shared (they keep apart through `compactions`), a full
+    /// compaction exclusively.
+    pub compaction_lock: RwLock<()>,
+    /// The compactions in flight: what each reads and the range it writes.
+    pub compactions: Compactions,
     /// Bytes of memtables charged to the block cache (see `charge_memtables`).
     memtables_charged: Mutex<u64>,
     /// TTL filters of column families, applied by compaction (not persisted: Flink sets them
@@ -139,7 +143,8 @@ impl DbInner {
                     .collect(),
             ),
             instance,
-            compaction_lock: Mutex::new(()),
+            compaction_lock: RwLock::new(()),
+            compactions: Compactions::default(),
             memtables_charged: Mutex::new(0),
             ttl: TtlFilters::default(),
             background: Mutex::new(BackgroundState::default()),

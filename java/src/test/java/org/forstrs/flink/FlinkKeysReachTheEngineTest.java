@@ -64,6 +64,7 @@ class FlinkKeysReachTheEngineTest {
                                 P + "compaction.level.use-dynamic-size", "true",
                                 P + "use-bloom-filter", "false",
                                 P + "compression.per.level", "NO_COMPRESSION",
+                                P + "thread.num", "3",
                                 P + "engine.l0-compaction-trigger", "6"));
         Map<String, String> options =
                 inEffect(dir, backend.nativeOptions(new long[] {0, 0}, dir.toFile()));
@@ -77,6 +78,7 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry("dynamic-level-sizes", "true")
                 .containsEntry("bloom-bits-per-key", "0")
                 .containsEntry("compression", "none")
+                .containsEntry("max-background-compactions", "2")
                 .containsEntry("l0-compaction-trigger", "6");
     }
 

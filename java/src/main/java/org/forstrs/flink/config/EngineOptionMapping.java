@@ -93,6 +93,11 @@ final class EngineOptionMapping {
                             "max-frozen-memtables",
                             (count, c) -> Long.toString(count - 1L)),
                     new Mapping<>(
+                            ForStConfigurableOptions.MAX_BACKGROUND_THREADS,
+                            "max-background-compactions",
+                            // RocksDB's max background jobs: one of them flushes.
+                            (jobs, c) -> Long.toString(Math.max(1, jobs - 1L))),
+                    new Mapping<>(
                             ForStConfigurableOptions.BLOCK_SIZE,
                             "block-size",
                             (size, c) -> Long.toString(size.getBytes())),

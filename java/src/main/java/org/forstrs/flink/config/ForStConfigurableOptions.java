@@ -56,8 +56,10 @@ public final class ForStConfigurableOptions {
                     .intType()
                     .defaultValue(2)
                     .withDescription(
-                            "Flink's background flush and compaction jobs; no effect (one flush"
-                                    + " and one compaction thread per DB).");
+                            "The background jobs of each DB, as RocksDB's max background jobs:"
+                                    + " one flush thread and max(1, thread.num - 1) compaction"
+                                    + " threads (engine option max-background-compactions);"
+                                    + " compactions of disjoint key ranges run in parallel.");
 
     public static final ConfigOption<Integer> MAX_OPEN_FILES =
             ConfigOptions.key(PREFIX + "files.open")

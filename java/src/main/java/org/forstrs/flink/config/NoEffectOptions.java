@@ -40,9 +40,6 @@ final class NoEffectOptions {
                 ForStOptions.USE_PARTITIONED_INDEX_FILTERS.key(),
                 "index and filters are always partitioned and cached in the block cache");
         r.put(
-                ForStConfigurableOptions.MAX_BACKGROUND_THREADS.key(),
-                "each DB runs one flush and one compaction thread");
-        r.put(
                 ForStConfigurableOptions.MAX_OPEN_FILES.key(),
                 "tables open on first read and stay open while their file is live");
         r.put(ForStConfigurableOptions.LOG_MAX_FILE_SIZE.key(), NO_INFO_LOG);

@@ -61,6 +61,7 @@ public final class FlinkMetricNames {
         property(m, "live-sst-files-size", "live-sst-bytes");
         property(m, "estimate-pending-compaction-bytes", "pending-compaction-bytes");
         property(m, "is-write-stopped", "write-stopped");
+        property(m, "num-running-compactions", "running-compactions");
         property(m, "block-cache-capacity", "block-cache-capacity-bytes");
         property(m, "block-cache-usage", "block-cache-usage-bytes");
         property(m, "block-cache-pinned-usage", "iterator-pinned-bytes");

@@ -167,7 +167,8 @@ class FlinkForStKeysTest {
                 .containsEntry("l1-target-bytes", Long.toString(8L << 20))
                 .containsEntry("dynamic-level-sizes", "true")
                 .containsEntry("bloom-bits-per-key", "13")
-                .containsEntry("compression", "lz4");
+                .containsEntry("compression", "lz4")
+                .containsEntry("max-background-compactions", "3");
         assertThat(all.getFixedPerSlot()).isEqualTo(MemorySize.ofMebiBytes(96));
         assertThat(all.getFixedPerTm()).as("fixed-per-slot wins, as in Flink").isNull();
         assertThat(all.getBatchThreads()).as("read + write threads").isEqualTo(4);
