@@ -15,7 +15,7 @@ use forst::{Error, ErrorKind};
 
 fn options() -> DbOptions {
     DbOptions {
-        memtable_bytes: 64 << 10,
+        memtable_bytes: 256 << 10,
         target_file_bytes: 64 << 10,
         auto_compaction: false,
         // Transient failures are retried at once, twice: tests count attempts, not time.
@@ -191,6 +191,8 @@ fn a_flush_failing_past_its_retries_fails_the_database_and_reopen_finds_the_last
     fill(&db, &cf, 0..500, "good");
     db.flush().unwrap();
     fill(&db, &cf, 500..1000, "pending");
+    // The premise: no flush of the pending writes can have started before the faults do.
+    assert_eq!(db.stats().active_memtable_entries, 500, "the pending writes wait in the memtable");
     let puts_before = faulty.calls(OpKind::Put);
     faulty.fail_always(OpKind::Put);
     let err = db.flush().unwrap_err();
