@@ -13,6 +13,8 @@ pub mod jni;
 pub mod jvm;
 pub mod lsm;
 pub mod storage;
+#[cfg(test)]
+mod test_support;
 
 pub use error::{Error, ErrorKind, Result};
 

@@ -19,6 +19,7 @@ use super::handles::{CHECKPOINTS, CheckpointHandle};
 use crate::jvm::test_jvm::vm;
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{LocalBackend, StorageOptions, open_storage};
+use crate::test_support::incompressible;
 
 /// Calls a native method with a clone of `env` (as the JVM would pass it) and a null class, in a
 /// local frame of its own with the JVM's 32 references (so -Xcheck:jni checks the native's
@@ -101,18 +102,9 @@ fn checkpointed_db(dir: &std::path::Path, options: StorageOptions) -> (Db, i64, 
     let storage = open_storage(&file_url(dir), &options).unwrap();
     let db = Db::open_with_storage(storage, DbOptions::default()).unwrap();
     let cf = db.create_cf("state").unwrap();
-    // Incompressible values (xorshift), so the file has the size the test needs.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..2_000u32 {
-        let value: Vec<u8> = (0..100)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
-        db.put(&cf, format!("key-{i:06}").as_bytes(), &value).unwrap();
+    // Incompressible, so the file has the size the test needs.
+    for (i, value) in incompressible(7, 2_000 * 100).chunks(100).enumerate() {
+        db.put(&cf, format!("key-{i:06}").as_bytes(), value).unwrap();
     }
     let mut checkpoint = db.checkpoint().unwrap();
     checkpoint.wait_durable().unwrap();

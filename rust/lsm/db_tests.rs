@@ -6,6 +6,7 @@ use std::sync::mpsc;
 
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{FaultStorage, OpKind, StorageOptions, open_storage};
+use crate::test_support::incompressible;
 
 /// Releases the storage's gate however the test ends, so closing the database never waits for a
 /// flush that a failed assertion left held.
@@ -82,18 +83,9 @@ fn flush_output_is_charged_to_the_cache_until_stored() {
     let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
     let db = Db::open_with_storage(storage.clone(), options).unwrap();
     let cf = db.create_cf("s").unwrap();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..10_000u32 {
-        // Incompressible, so the file is as large as its entries.
-        let value: Vec<u8> = (0..100)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
-        db.put(&cf, format!("key{i:06}").as_bytes(), &value).unwrap();
+    // Incompressible, so the file is as large as its entries.
+    for (i, value) in incompressible(7, 10_000 * 100).chunks(100).enumerate() {
+        db.put(&cf, format!("key{i:06}").as_bytes(), value).unwrap();
     }
     assert_eq!(db.stats().io_buffer_bytes, 0, "nothing charged before the flush");
     // The flushed file (about 1 MiB, below the streaming size) goes to storage in one put.

@@ -1,0 +1,15 @@
+//! Helpers shared by the crate's unit tests (integration tests have `tests/support`).
+
+/// `len` bytes that do not compress (xorshift64 from `seed`), so that files have the size a test
+/// needs.
+pub(crate) fn incompressible(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
