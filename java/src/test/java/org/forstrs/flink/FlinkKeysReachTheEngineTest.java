@@ -54,18 +54,18 @@ class FlinkKeysReachTheEngineTest {
     void appliedKeysSetTheEnginesOptions(@TempDir Path dir) {
         ForStStateBackend backend =
                 backend(
-                        Map.of(
-                                P + "writebuffer.size", "3mb",
-                                P + "writebuffer.count", "4",
-                                P + "block.blocksize", "8kb",
-                                P + "block.cache-size", "12mb",
-                                P + "compaction.level.target-file-size-base", "2mb",
-                                P + "compaction.level.max-size-level-base", "20mb",
-                                P + "compaction.level.use-dynamic-size", "true",
-                                P + "use-bloom-filter", "false",
-                                P + "compression.per.level", "NO_COMPRESSION",
-                                P + "thread.num", "3",
-                                P + "engine.l0-compaction-trigger", "6"));
+                        Map.ofEntries(
+                                Map.entry(P + "writebuffer.size", "3mb"),
+                                Map.entry(P + "writebuffer.count", "4"),
+                                Map.entry(P + "block.blocksize", "8kb"),
+                                Map.entry(P + "block.cache-size", "12mb"),
+                                Map.entry(P + "compaction.level.target-file-size-base", "2mb"),
+                                Map.entry(P + "compaction.level.max-size-level-base", "20mb"),
+                                Map.entry(P + "compaction.level.use-dynamic-size", "true"),
+                                Map.entry(P + "use-bloom-filter", "false"),
+                                Map.entry(P + "compression.per.level", "NO_COMPRESSION"),
+                                Map.entry(P + "thread.num", "3"),
+                                Map.entry(P + "engine.l0-compaction-trigger", "6")));
         Map<String, String> options =
                 inEffect(dir, backend.nativeOptions(new long[] {0, 0}, dir.toFile()));
         assertThat(options)
