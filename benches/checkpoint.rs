@@ -20,6 +20,7 @@ use forst::lsm::{
     Checkpoint, Db, DbOptions, KeyGroupLayout, KeyGroups, RestoreSource, WriteBatch, restore,
 };
 use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
+use forst::test_support::incompressible;
 use jni::JavaVM;
 use jni::objects::{GlobalRef, JObject, JString, JValue};
 
@@ -71,15 +72,7 @@ struct Measured {
 
 /// Incompressible bytes, so the state on storage is as large as it claims.
 fn value(seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..VALUE_BYTES)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    incompressible(seed, VALUE_BYTES)
 }
 
 fn fill(db: &Db, groups: KeyGroups, keys: u64) {

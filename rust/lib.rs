@@ -13,8 +13,8 @@ pub mod jni;
 pub mod jvm;
 pub mod lsm;
 pub mod storage;
-#[cfg(test)]
-mod test_support;
+#[cfg(any(test, feature = "test-storages"))]
+pub mod test_support;
 
 pub use error::{Error, ErrorKind, Result};
 

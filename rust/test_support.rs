@@ -1,8 +1,9 @@
-//! Helpers shared by the crate's unit tests (integration tests have `tests/support`).
+//! Helpers shared by the crate's unit tests, its integration tests and its benches (built with
+//! the `test-storages` feature, never in the jar).
 
 /// `len` bytes that do not compress (xorshift64 from `seed`), so that files have the size a test
 /// needs.
-pub(crate) fn incompressible(seed: u64, len: usize) -> Vec<u8> {
+pub fn incompressible(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed | 1;
     (0..len)
         .map(|_| {

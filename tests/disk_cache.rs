@@ -17,7 +17,7 @@ use forst::storage::{
 };
 
 mod support;
-use support::incompressible;
+use forst::test_support::incompressible;
 
 /// Counts reads of SST files that reach the storage it wraps.
 #[derive(Debug)]

@@ -11,7 +11,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 mod support;
-use support::{fresh_memory, incompressible};
+use forst::test_support::incompressible;
+use support::fresh_memory;
 
 const KEYS: u32 = 30_000;
 const OPS: u32 = 90_000;

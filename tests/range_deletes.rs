@@ -9,7 +9,7 @@ use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
 use forst::storage::{FaultStorage, OpKind, StorageOptions, StorageRef, open_storage};
 
 mod support;
-use support::incompressible;
+use forst::test_support::incompressible;
 
 fn options() -> DbOptions {
     DbOptions {

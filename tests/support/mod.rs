@@ -125,17 +125,3 @@ fn start_s3() -> S3Server {
         }
     }
 }
-
-/// `len` bytes that do not compress (xorshift from `seed`), so that what lands on storage is as
-/// large as what was written.
-pub fn incompressible(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
