@@ -240,9 +240,7 @@ impl BlockCache {
 
     /// Moves the charge of an I/O buffer from `old` bytes to `new`.
     pub(crate) fn charge_buffer(&self, old: u64, new: u64) {
-        self.buffers.fetch_add(new, Ordering::Relaxed);
-        self.buffers.fetch_sub(old, Ordering::Relaxed);
-        self.resize();
+        self.move_charge(&self.buffers, old, new);
     }
 
     /// Bytes of memtables charged to the cache.
@@ -252,8 +250,14 @@ impl BlockCache {
 
     /// Moves the charge of memtables from `old` bytes to `new`.
     pub(crate) fn charge_memtables(&self, old: u64, new: u64) {
-        self.memtables.fetch_add(new, Ordering::Relaxed);
-        self.memtables.fetch_sub(old, Ordering::Relaxed);
+        self.move_charge(&self.memtables, old, new);
+    }
+
+    /// Moves `charge` from `old` bytes to `new` (added first, so it never dips below zero) and
+    /// resizes the block capacity.
+    fn move_charge(&self, charge: &AtomicU64, old: u64, new: u64) {
+        charge.fetch_add(new, Ordering::Relaxed);
+        charge.fetch_sub(old, Ordering::Relaxed);
         self.resize();
     }
 
