@@ -65,7 +65,7 @@ impl InternalKey {
 /// The key's first 16 bytes, zero-padded, as a big-endian number. Unequal heads order two keys
 /// as their bytes do (a zero pad sorts like the end of a key, before any byte but 0, and a tie
 /// between those two falls through to the full comparison).
-fn head_of(key: &[u8]) -> u128 {
+pub(crate) fn head_of(key: &[u8]) -> u128 {
     let mut head = [0; 16];
     let n = key.len().min(16);
     head[..n].copy_from_slice(&key[..n]);

@@ -18,7 +18,7 @@ use super::coding::{
 use super::framing::BLOCK_TRAILER_LEN;
 use super::handle::BlockHandle;
 use super::live::LiveBytes;
-use crate::lsm::key::{SeqNo, compare_internal};
+use crate::lsm::key::{SeqNo, compare_internal, head_of};
 
 #[derive(Default)]
 pub(crate) struct IndexBuilder {
@@ -49,9 +49,18 @@ impl IndexBuilder {
 }
 
 struct IndexEntry {
+    /// `head_of` the key, inline: a binary search step whose heads differ (most of them) compares
+    /// two integers in the entry instead of chasing the key bytes for a memcmp.
+    head: u128,
     key: Range<usize>,
     seq: SeqNo,
     handle: BlockHandle,
+}
+
+impl IndexEntry {
+    fn new(keys: &[u8], key: Range<usize>, seq: SeqNo, handle: BlockHandle) -> IndexEntry {
+        IndexEntry { head: head_of(&keys[key.clone()]), key, seq, handle }
+    }
 }
 
 /// A decoded index: the top level is kept in memory while the table is open, partitions live in
@@ -105,7 +114,7 @@ impl Index {
             next_free = end.unwrap_or(data_end);
             let start = keys.len();
             keys.extend_from_slice(key);
-            entries.push(IndexEntry { key: start..keys.len(), seq, handle });
+            entries.push(IndexEntry::new(&keys, start..keys.len(), seq, handle));
         }
         if entries.len() != count {
             return Err(Malformed::new(format!(
@@ -119,7 +128,8 @@ impl Index {
     /// An index of one entry (the whole index of a format-1 file, seen as one partition).
     pub(crate) fn single(last_user_key: &[u8], last_seq: SeqNo, handle: BlockHandle) -> Index {
         let keys = Bytes::copy_from_slice(last_user_key);
-        Index::new(keys.clone(), vec![IndexEntry { key: 0..keys.len(), seq: last_seq, handle }])
+        let entry = IndexEntry::new(&keys, 0..keys.len(), last_seq, handle);
+        Index::new(keys, vec![entry])
     }
 
     fn new(keys: Bytes, entries: Vec<IndexEntry>) -> Index {
@@ -150,8 +160,12 @@ impl Index {
 
     /// Index of the first block whose last key is >= (user_key, seq); `len()` if none.
     pub(crate) fn find(&self, user_key: &[u8], seq: SeqNo) -> usize {
+        let head = head_of(user_key);
         self.entries.partition_point(|e| {
-            compare_internal(&self.keys[e.key.clone()], e.seq, user_key, seq) == Ordering::Less
+            e.head
+                .cmp(&head)
+                .then_with(|| compare_internal(&self.keys[e.key.clone()], e.seq, user_key, seq))
+                == Ordering::Less
         })
     }
 
