@@ -100,6 +100,36 @@ fn flush_output_is_charged_to_the_cache_until_stored() {
     assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
 }
 
+/// A flushed file large enough to stream goes to its writer in pieces; what the writer holds
+/// (here the object store's buffer before its first part) stays charged along with what the
+/// builder holds, until the file is stored.
+#[test]
+fn a_streaming_writer_s_buffer_is_charged_to_the_cache() {
+    let memory =
+        open_storage("memory://db-tests-writer-charge", &StorageOptions::default()).unwrap();
+    let storage = Arc::new(FaultStorage::new(memory));
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let db = Db::open_with_storage(storage.clone(), options).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    // About 6.5 MiB of file, incompressible: one 4 MiB piece streams to the writer, which
+    // buffers it (below the 8 MiB multipart threshold), and the rest is in the builder at finish.
+    for (i, value) in incompressible(9, 55_000 * 100).chunks(100).enumerate() {
+        db.put(&cf, format!("key{i:06}").as_bytes(), value).unwrap();
+    }
+    storage.hold(OpKind::Finish);
+    let release = ReleaseOnDrop(storage.clone());
+    db.freeze_memtable().unwrap();
+    storage.wait_held(OpKind::Finish, 1);
+    let charged = db.stats().io_buffer_bytes;
+    // The builder's share alone is about 2 MiB.
+    assert!(charged >= 5 << 20, "{charged} bytes of flush output charged");
+    drop(release);
+    db.flush().unwrap();
+    assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
+    let file = db.stats().live_sst_bytes();
+    assert!(file > 4 << 20 && file < 8 << 20, "premise: one piece streamed, no part: {file}");
+}
+
 /// With memtables charged to the block cache, blocks give way while memtables fill and get the
 /// room back once they are flushed; without, memtables leave the block capacity alone.
 #[test]

@@ -30,6 +30,9 @@ struct Streaming {
     number: u64,
     path: String,
     writer: Box<dyn FileWriter>,
+    /// What the writer held after the last chunk (read per chunk, not per entry: asking an
+    /// object-store writer reaps its finished part uploads).
+    writer_held: u64,
 }
 
 pub struct TableSink<'a> {
@@ -42,7 +45,8 @@ pub struct TableSink<'a> {
     tombstones_applied_through: SeqNo,
     /// Column family of the file being built.
     family: Option<ColumnFamilyId>,
-    /// Bytes of the builder's memory charged to the block cache (see `charge_held`).
+    /// Bytes of the builder's and the writer's memory charged to the block cache (see
+    /// `charge_held`).
     charged: u64,
 }
 
@@ -90,9 +94,12 @@ impl<'a> TableSink<'a> {
     }
 
     /// Keeps the block cache charged with what the builder holds (blocks waiting to be streamed,
-    /// the file's index and filter): flush and compaction output is memory of the engine too.
+    /// the file's index and filter) and what the file's writer holds (its buffer, parts still
+    /// uploading to an object store): flush and compaction output is memory of the engine too.
     fn charge_held(&mut self) {
-        let held = self.builder.as_ref().map_or(0, TableBuilder::held_bytes);
+        let building = self.builder.as_ref().map_or(0, TableBuilder::held_bytes);
+        let writing = self.streaming.as_ref().map_or(0, |s| s.writer_held);
+        let held = building + writing;
         if held.abs_diff(self.charged) >= CHARGE_STEP || (held == 0 && self.charged > 0) {
             self.db.cache.charge_buffer(self.charged, held);
             self.charged = held;
@@ -108,10 +115,11 @@ impl<'a> TableSink<'a> {
         if self.streaming.is_none() {
             let (number, path) = self.new_file_name();
             let writer = block_on(self.db.storage.create(&path))?;
-            self.streaming = Some(Streaming { number, path, writer });
+            self.streaming = Some(Streaming { number, path, writer, writer_held: 0 });
         }
         let streaming = self.streaming.as_mut().expect("opened above");
         let written = block_on(streaming.writer.write(chunk));
+        streaming.writer_held = streaming.writer.held_bytes();
         if written.is_err() {
             self.abort_streaming();
         }
@@ -163,7 +171,7 @@ impl<'a> TableSink<'a> {
                 let stored = block_on(storage.put(&path, bytes, WriteMode::CreateNew));
                 (number, path, stored)
             }
-            Some(Streaming { number, path, mut writer }) => {
+            Some(Streaming { number, path, mut writer, .. }) => {
                 let stored = block_on(async {
                     if let Err(e) = writer.write(bytes).await {
                         let _ = writer.abort().await;

@@ -378,6 +378,10 @@ impl FileWriter for FaultWriter {
         self.inner.write(data).await
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.inner.held_bytes()
+    }
+
     async fn finish(self: Box<Self>) -> Result<u64> {
         // On failure the inner writer is dropped unfinished, so nothing becomes visible.
         self.state.check(OpKind::Finish, &self.url).await?;

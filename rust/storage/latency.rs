@@ -261,6 +261,10 @@ impl FileWriter for LatencyWriter {
         self.inner.write(data).await
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.inner.held_bytes()
+    }
+
     async fn finish(self: Box<Self>) -> Result<u64> {
         let _call = self.counters.call();
         self.counters.wait(self.latency.cost(0)).await;

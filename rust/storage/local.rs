@@ -590,6 +590,10 @@ impl FileWriter for LocalWriter {
         Ok(())
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.file.as_ref().map_or(0, |file| file.capacity() as u64)
+    }
+
     async fn finish(mut self: Box<Self>) -> Result<u64> {
         let Some(file) = self.file.take() else {
             return Err(self.misuse("finish"));

@@ -201,6 +201,10 @@ impl FileWriter for MeteredWriter {
         result
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.inner.held_bytes()
+    }
+
     async fn finish(self: Box<Self>) -> Result<u64> {
         let started = Instant::now();
         let counters = self.counters;

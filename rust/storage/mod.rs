@@ -14,6 +14,7 @@ mod local;
 mod metered;
 mod object_store;
 mod open;
+mod part_uploads;
 #[cfg(any(test, feature = "test-storages"))]
 mod precise_delay;
 mod retrying;
@@ -146,6 +147,10 @@ pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
 #[async_trait]
 pub trait FileWriter: Send {
     async fn write(&mut self, data: Bytes) -> Result<()>;
+    /// Bytes this writer holds in memory (buffers, parts still uploading): the engine charges
+    /// them to its memory budget while the file is written. Required of every writer, so a
+    /// wrapper cannot forget to pass on what the writer it wraps holds.
+    fn held_bytes(&mut self) -> u64;
     /// Publishes the file atomically and returns its size.
     async fn finish(self: Box<Self>) -> Result<u64>;
     async fn abort(self: Box<Self>) -> Result<()>;

@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
+use super::part_uploads::PartUploads;
 use super::{FileInfo, FileWriter, Storage, WriteMode};
 use crate::{Error, ErrorKind, Result};
 
@@ -18,8 +19,9 @@ use crate::{Error, ErrorKind, Result};
 /// size. 8 MiB is above S3's 5 MiB minimum part and keeps at most a few parts buffered per file.
 pub const MULTIPART_PART_SIZE: usize = 8 * 1024 * 1024;
 
-/// Part uploads in flight per file; bounds the memory a large file holds while uploading.
-const MAX_PARTS_IN_FLIGHT: usize = 4;
+/// Part uploads in flight per file: a large file holds at most this many parts and the one
+/// filling (24 MiB), all charged to the memory budget while it uploads.
+const MAX_PARTS_IN_FLIGHT: usize = 2;
 
 #[derive(Debug, Clone)]
 pub struct ObjectStoreStorage {
@@ -304,7 +306,7 @@ enum WriterState {
     /// Small so far: chunks held until finish, then one `put`.
     Buffering(Vec<Bytes>),
     /// Past one part: parts are uploading; nothing is visible until `complete`.
-    Multipart(WriteMultipart),
+    Multipart(PartUploads),
     Done,
 }
 
@@ -338,8 +340,7 @@ impl FileWriter for ObjectStoreWriter {
                     .put_multipart(&self.location)
                     .await
                     .map_err(|e| self.err("start upload", e))?;
-                let mut multipart =
-                    WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
+                let mut multipart = PartUploads::new(upload, MULTIPART_PART_SIZE);
                 for chunk in chunks {
                     multipart.put(chunk);
                 }
@@ -349,7 +350,7 @@ impl FileWriter for ObjectStoreWriter {
             WriterState::Done => return Err(Error::io(&self.url, "write after finish or abort")),
         }
         if let WriterState::Multipart(multipart) = &mut self.state {
-            let waited = multipart.wait_for_capacity(MAX_PARTS_IN_FLIGHT).await;
+            let waited = multipart.wait_for_room(MAX_PARTS_IN_FLIGHT).await;
             if let Err(e) = waited {
                 // A failed part poisons the upload; abort it so the store frees the parts.
                 if let WriterState::Multipart(m) =
@@ -363,6 +364,14 @@ impl FileWriter for ObjectStoreWriter {
         Ok(())
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        match &mut self.state {
+            WriterState::Buffering(_) => self.len,
+            WriterState::Multipart(multipart) => multipart.held_bytes(),
+            WriterState::Done => 0,
+        }
+    }
+
     async fn finish(mut self: Box<Self>) -> Result<u64> {
         match std::mem::replace(&mut self.state, WriterState::Done) {
             WriterState::Buffering(chunks) => {
@@ -370,7 +379,7 @@ impl FileWriter for ObjectStoreWriter {
                 self.store.put(&self.location, payload).await.map_err(|e| self.err("put", e))?;
             }
             WriterState::Multipart(multipart) => {
-                // WriteMultipart::finish aborts the upload itself when a part or complete fails.
+                // PartUploads::finish aborts the upload itself when a part or complete fails.
                 multipart.finish().await.map_err(|e| self.err("complete upload", e))?;
             }
             WriterState::Done => return Err(Error::io(&self.url, "finish after finish or abort")),

@@ -66,6 +66,9 @@ impl FileWriter for MemWriter {
         self.data.extend_from_slice(&data);
         Ok(())
     }
+    fn held_bytes(&mut self) -> u64 {
+        self.data.capacity() as u64
+    }
     async fn finish(self: Box<Self>) -> Result<u64> {
         let len = self.data.len() as u64;
         self.files.lock().unwrap().insert(self.path, Bytes::from(self.data));

@@ -176,6 +176,11 @@ impl EntryWriter {
     }
 
     /// Bytes the entry will take on disk once published under `key`.
+    /// Memory of its write buffer.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.out.capacity() as u64
+    }
+
     pub fn disk_bytes(&self, key: &str) -> u64 {
         let chunks = self.len.div_ceil(CHUNK_BYTES);
         self.len + 4 * chunks + key.len() as u64 + FOOTER_BYTES

@@ -253,6 +253,10 @@ impl FileWriter for TeeWriter {
         self.inner.write(data).await
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.local.as_ref().map_or(0, EntryWriter::buffer_bytes) + self.inner.held_bytes()
+    }
+
     async fn finish(self: Box<Self>) -> Result<u64> {
         let TeeWriter { inner, local, cache, key } = *self;
         cache.remove(&key);

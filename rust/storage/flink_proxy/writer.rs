@@ -104,6 +104,10 @@ impl FileWriter for ProxyWriter {
         Ok(())
     }
 
+    fn held_bytes(&mut self) -> u64 {
+        self.buffer.capacity() as u64
+    }
+
     async fn finish(mut self: Box<Self>) -> Result<u64> {
         let writer = self.open_writer("finish")?;
         let flushed = self.flush_buffer(&writer).await;
