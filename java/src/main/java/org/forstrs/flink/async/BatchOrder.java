@@ -4,10 +4,8 @@ import org.apache.flink.runtime.asyncprocessing.StateRequest;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -27,16 +25,24 @@ final class BatchOrder {
     /** For each key, the end of the latest batch that touches it and has not finished yet. */
     private final Map<Object, CompletableFuture<Void>> lastBatchOfKey = new HashMap<>();
 
-    /** The keys of a batch and the future its end completes. */
+    /**
+     * The keys of a batch (one per request, repeats included: a set would cost the task thread a
+     * hash insertion per request for nothing, since registering or releasing a key twice does no
+     * harm) and the future its end completes.
+     */
     static final class Ticket {
-        final Set<Object> keys;
-        final CompletableFuture<Void> finished = new CompletableFuture<>();
+        final Object[] keys;
+        final CompletableFuture<Void> finished;
 
         /** Completes when every earlier batch sharing a key has finished. */
         final CompletableFuture<Void> predecessorsFinished;
 
-        private Ticket(Set<Object> keys, CompletableFuture<Void> predecessorsFinished) {
+        private Ticket(
+                Object[] keys,
+                CompletableFuture<Void> finished,
+                CompletableFuture<Void> predecessorsFinished) {
             this.keys = keys;
+            this.finished = finished;
             this.predecessorsFinished = predecessorsFinished;
         }
     }
@@ -46,29 +52,29 @@ final class BatchOrder {
      * thread), and returns its ticket. The caller must call {@link #finish} once the batch ran.
      */
     Ticket register(List<StateRequest<?, ?, ?, ?>> requests) {
-        Set<Object> keys = new HashSet<>();
-        for (StateRequest<?, ?, ?, ?> request : requests) {
-            keys.add(request.getRecordContext().getKey());
+        Object[] keys = new Object[requests.size()];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = requests.get(i).getRecordContext().getKey();
         }
+        return register(keys);
+    }
+
+    /** {@link #register(List)} for the keys of a batch's requests, in request order. */
+    Ticket register(Object[] keys) {
+        CompletableFuture<Void> finished = new CompletableFuture<>();
         List<CompletableFuture<Void>> predecessors = new ArrayList<>();
-        Ticket ticket;
         synchronized (this) {
             for (Object key : keys) {
-                CompletableFuture<Void> previous = lastBatchOfKey.get(key);
-                if (previous != null && !previous.isDone()) {
+                CompletableFuture<Void> previous = lastBatchOfKey.put(key, finished);
+                if (previous != null && previous != finished && !previous.isDone()) {
                     predecessors.add(previous);
                 }
             }
-            ticket =
-                    new Ticket(
-                            keys,
-                            CompletableFuture.allOf(
-                                    predecessors.toArray(new CompletableFuture<?>[0])));
-            for (Object key : keys) {
-                lastBatchOfKey.put(key, ticket.finished);
-            }
         }
-        return ticket;
+        return new Ticket(
+                keys,
+                finished,
+                CompletableFuture.allOf(predecessors.toArray(new CompletableFuture<?>[0])));
     }
 
     /** Marks the batch of {@code ticket} finished and lets its successors run; idempotent. */
