@@ -73,31 +73,40 @@ fn sync_phase_completes_while_a_writer_is_stalled() {
     assert_eq!(db.stats().stalled_writers, 0);
 }
 
-/// A flush's output is charged to the block cache while it is built and written, and released
-/// once the file is stored.
-#[test]
-fn flush_output_is_charged_to_the_cache_until_stored() {
-    let memory =
-        open_storage("memory://db-tests-output-charge", &StorageOptions::default()).unwrap();
-    let storage = Arc::new(FaultStorage::new(memory));
+/// Fills a memtable with `entries` incompressible entries of 100 bytes, flushes it with the
+/// flush's storage call `held` waiting at the gate, and returns the bytes of flush output charged
+/// to the cache at that moment and the size of the file; checks that the charge is 0 before the
+/// flush and once the file is stored.
+fn charged_while_the_flush_waits_at(held: OpKind, entries: usize) -> (u64, u64) {
+    let url = format!("memory://db-tests-output-charge-{held:?}");
+    let storage =
+        Arc::new(FaultStorage::new(open_storage(&url, &StorageOptions::default()).unwrap()));
     let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
     let db = Db::open_with_storage(storage.clone(), options).unwrap();
     let cf = db.create_cf("s").unwrap();
     // Incompressible, so the file is as large as its entries.
-    for (i, value) in incompressible(7, 10_000 * 100).chunks(100).enumerate() {
+    for (i, value) in incompressible(7, entries * 100).chunks(100).enumerate() {
         db.put(&cf, format!("key{i:06}").as_bytes(), value).unwrap();
     }
     assert_eq!(db.stats().io_buffer_bytes, 0, "nothing charged before the flush");
-    // The flushed file (about 1 MiB, below the streaming size) goes to storage in one put.
-    storage.hold(OpKind::Put);
+    storage.hold(held);
     let release = ReleaseOnDrop(storage.clone());
     db.freeze_memtable().unwrap();
-    storage.wait_held(OpKind::Put, 1);
+    storage.wait_held(held, 1);
     let charged = db.stats().io_buffer_bytes;
-    assert!(charged >= 512 << 10, "{charged} bytes of flush output charged");
     drop(release);
     db.flush().unwrap();
     assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
+    (charged, db.stats().live_sst_bytes())
+}
+
+/// A flush's output is charged to the block cache while it is built and written, and released
+/// once the file is stored.
+#[test]
+fn flush_output_is_charged_to_the_cache_until_stored() {
+    // The flushed file (about 1 MiB, below the streaming size) goes to storage in one put.
+    let (charged, _) = charged_while_the_flush_waits_at(OpKind::Put, 10_000);
+    assert!(charged >= 512 << 10, "{charged} bytes of flush output charged");
 }
 
 /// A flushed file large enough to stream goes to its writer in pieces; what the writer holds
@@ -105,29 +114,12 @@ fn flush_output_is_charged_to_the_cache_until_stored() {
 /// builder holds, until the file is stored.
 #[test]
 fn a_streaming_writer_s_buffer_is_charged_to_the_cache() {
-    let memory =
-        open_storage("memory://db-tests-writer-charge", &StorageOptions::default()).unwrap();
-    let storage = Arc::new(FaultStorage::new(memory));
-    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
-    let db = Db::open_with_storage(storage.clone(), options).unwrap();
-    let cf = db.create_cf("s").unwrap();
-    // About 6.5 MiB of file, incompressible: one 4 MiB piece streams to the writer, which
-    // buffers it (below the 8 MiB multipart threshold), and the rest is in the builder at finish.
-    for (i, value) in incompressible(9, 55_000 * 100).chunks(100).enumerate() {
-        db.put(&cf, format!("key{i:06}").as_bytes(), value).unwrap();
-    }
-    storage.hold(OpKind::Finish);
-    let release = ReleaseOnDrop(storage.clone());
-    db.freeze_memtable().unwrap();
-    storage.wait_held(OpKind::Finish, 1);
-    let charged = db.stats().io_buffer_bytes;
+    // About 6.5 MiB of file: one 4 MiB piece streams to the writer, which buffers it (below the
+    // 8 MiB multipart threshold), and the rest is in the builder when the writer finishes.
+    let (charged, file) = charged_while_the_flush_waits_at(OpKind::Finish, 55_000);
+    assert!(file > 4 << 20 && file < 8 << 20, "premise: one piece streamed, no part: {file}");
     // The builder's share alone is about 2 MiB.
     assert!(charged >= 5 << 20, "{charged} bytes of flush output charged");
-    drop(release);
-    db.flush().unwrap();
-    assert_eq!(db.stats().io_buffer_bytes, 0, "released once stored");
-    let file = db.stats().live_sst_bytes();
-    assert!(file > 4 << 20 && file < 8 << 20, "premise: one piece streamed, no part: {file}");
 }
 
 /// With memtables charged to the block cache, blocks give way while memtables fill and get the
