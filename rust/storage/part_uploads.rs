@@ -39,7 +39,8 @@ impl PartUploads {
     pub(super) fn put(&mut self, mut data: Bytes) {
         while !data.is_empty() {
             let room = self.part_size - self.filling_bytes;
-            let piece = if data.len() > room { data.split_to(room) } else { data.split_off(0) };
+            let piece =
+                if data.len() > room { data.split_to(room) } else { std::mem::take(&mut data) };
             self.filling_bytes += piece.len();
             self.filling.push(piece);
             if self.filling_bytes == self.part_size {
