@@ -249,8 +249,7 @@ impl Db {
             table_reader_bytes: inner.cache.reserved_bytes(),
             io_buffer_bytes: inner.cache.buffer_bytes(),
             iterator_pinned_bytes: inner.cache.pinned_bytes(),
-            memtable_bytes: sv.mem.approximate_bytes()
-                + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
+            memtable_bytes: sv.memtable_bytes(),
             active_memtable_bytes: sv.mem.approximate_bytes(),
             active_memtable_entries: sv.mem.entries(),
             frozen_memtable_entries: frozen_entries,

@@ -42,6 +42,14 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// Bytes of the active and the frozen memtables.
+    pub fn memtable_bytes(&self) -> u64 {
+        self.mem.approximate_bytes()
+            + self.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>()
+    }
+}
+
 /// Guarded by one mutex that serializes manifest writes.
 struct MetaState {
     manifest_number: u64,
@@ -209,9 +217,7 @@ impl DbInner {
             return;
         }
         let mut charged = self.memtables_charged.lock().unwrap();
-        let sv = self.current();
-        let bytes = sv.mem.approximate_bytes()
-            + sv.frozen.iter().map(|m| m.approximate_bytes()).sum::<u64>();
+        let bytes = self.current().memtable_bytes();
         if bytes.abs_diff(*charged) >= MEMTABLE_CHARGE_STEP || (bytes == 0 && *charged > 0) {
             self.cache.charge_memtables(*charged, bytes);
             *charged = bytes;
