@@ -52,16 +52,16 @@ impl OpKind {
 
 /// xorshift64: tiny, seeded, and good enough to spread failures; not worth a `rand` dependency.
 #[derive(Debug, Clone)]
-struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
-    fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         // Mix the seed so 0 and small seeds still give a non-zero, well-spread state.
         let state = seed ^ 0x9E37_79B9_7F4A_7C15;
         Self(if state == 0 { 0x9E37_79B9_7F4A_7C15 } else { state })
     }
 
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
