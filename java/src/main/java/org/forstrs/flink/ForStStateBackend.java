@@ -373,7 +373,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
      * memtables-charged-to-cache} is set (Flink's write buffer manager costed to the cache): then
      * the cache holds the whole budget and reads get what memtables do not use at the moment. Off
      * by default: a cache that large churns, and glibc's per-thread arenas keep the freed blocks
-     * resident (peak RSS budget + 121 MiB at 4M keys in {@code benches/scale.rs}, + 8 without).
+     * resident (peak RSS past the budget by 120 MiB and more at 4M keys in {@code
+     * benches/scale.rs}, within it without; see the README's scale benchmark).
      */
     long[] split(long budget) {
         long writeBuffers = (long) (budget * config.getWriteBufferRatio());
