@@ -24,6 +24,7 @@ mod transfer;
 
 pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
 pub use disk_cache::{DiskCache, DiskCacheOptions, DiskCacheStats, DiskCachedStorage};
+#[cfg(any(test, feature = "test-storages"))]
 pub(crate) use fault::XorShift;
 #[cfg(any(test, feature = "test-storages"))]
 pub use fault::{FaultStorage, OpKind};
