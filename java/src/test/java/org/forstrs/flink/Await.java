@@ -1,11 +1,15 @@
 package org.forstrs.flink;
 
+import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.client.JobStatusMessage;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
-
-import static org.assertj.core.api.Assertions.assertThat;
+import java.util.concurrent.ExecutionException;
 
 /**
  * Waits for a condition on a running job, with no deadline: how fast a loaded machine runs never
@@ -22,9 +26,11 @@ final class Await {
     static void until(String what, Callable<Boolean> condition, JobClient job) throws Exception {
         while (!condition.call()) {
             JobStatus status = job.getJobStatus().get();
-            assertThat(status.isGloballyTerminalState())
-                    .as("the job ended (%s) while waiting for %s", status, what)
-                    .isFalse();
+            if (status.isGloballyTerminalState()) {
+                Throwable cause = job.getJobExecutionResult().handle((result, e) -> e).get();
+                throw new AssertionError(
+                        "the job ended (" + status + ") while waiting for " + what, cause);
+            }
             Thread.sleep(POLL_MS);
         }
     }
@@ -48,5 +54,29 @@ final class Await {
             status = job.getJobStatus().get();
         }
         return status;
+    }
+
+    /**
+     * Cancels every job of the cluster that has not ended and waits until each has: a test that
+     * failed midway must not leave a job holding the shared cluster's slots, or the next test's
+     * job cannot be scheduled and fails for a reason not its own.
+     */
+    static void cancelUnfinished(ClusterClient<?> cluster) throws Exception {
+        List<JobID> unfinished = new ArrayList<>();
+        for (JobStatusMessage job : cluster.listJobs().get()) {
+            if (!job.getJobState().isGloballyTerminalState()) {
+                unfinished.add(job.getJobId());
+            }
+        }
+        for (JobID job : unfinished) {
+            try {
+                cluster.cancel(job).get();
+            } catch (ExecutionException e) {
+                // it ended between the listing and the cancel: the wait below sees its end
+            }
+            while (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
+                Thread.sleep(POLL_MS);
+            }
+        }
     }
 }

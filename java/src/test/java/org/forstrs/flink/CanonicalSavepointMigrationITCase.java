@@ -18,6 +18,7 @@ import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
@@ -43,11 +44,13 @@ import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindow
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.test.junit5.InjectMiniCluster;
+import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.Collector;
 
 import org.forstrs.flink.config.ForStOptions;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -97,6 +100,11 @@ class CanonicalSavepointMigrationITCase {
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(3)
                             .build());
+
+    @AfterEach
+    void cancelUnfinishedJobs(@InjectClusterClient ClusterClient<?> cluster) throws Exception {
+        Await.cancelUnfinished(cluster);
+    }
 
     @Test
     void hashMapToForStToRocksDbEmitsWhatAnUninterruptedRunEmits(

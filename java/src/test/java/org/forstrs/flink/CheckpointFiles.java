@@ -13,6 +13,7 @@ import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 
 import java.io.DataInputStream;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -47,11 +48,23 @@ final class CheckpointFiles {
     static Optional<String> latestCompleted(String jobDir) throws IOException {
         org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(jobDir);
         FileSystem fs = dir.getFileSystem();
-        if (!fs.exists(dir)) {
-            return Optional.empty();
+        while (true) {
+            if (!fs.exists(dir)) {
+                return Optional.empty();
+            }
+            try {
+                return latestCompleted(fs, fs.listStatus(dir));
+            } catch (FileNotFoundException e) {
+                // A running job subsumed a checkpoint between the listing of its name and the
+                // stat of its directory (Flink's local file system does both): list again.
+            }
         }
+    }
+
+    private static Optional<String> latestCompleted(FileSystem fs, FileStatus[] entries)
+            throws IOException {
         Optional<org.apache.flink.core.fs.Path> latest = Optional.empty();
-        for (FileStatus status : fs.listStatus(dir)) {
+        for (FileStatus status : entries) {
             org.apache.flink.core.fs.Path candidate = status.getPath();
             if (status.isDir()
                     && candidate.getName().startsWith("chk-")

@@ -2,16 +2,19 @@ package org.forstrs.flink;
 
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -55,6 +58,11 @@ class CheckpointRecoveryITCase {
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(PARALLELISM)
                             .build());
+
+    @AfterEach
+    void cancelUnfinishedJobs(@InjectClusterClient ClusterClient<?> cluster) throws Exception {
+        Await.cancelUnfinished(cluster);
+    }
 
     @Test
     void countsAreExactAfterInjectedFailures(@TempDir Path primary, @TempDir Path checkpoints)

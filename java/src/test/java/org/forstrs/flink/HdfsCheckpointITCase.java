@@ -6,6 +6,7 @@ import org.forstrs.fs.CountingFileSystem;
 import org.forstrs.fs.HdfsCluster;
 
 import org.apache.flink.api.common.JobID;
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.metrics.Gauge;
@@ -14,9 +15,11 @@ import org.apache.flink.metrics.groups.OperatorMetricGroup;
 import org.apache.flink.runtime.testutils.InMemoryReporter;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -54,6 +57,11 @@ class HdfsCheckpointITCase {
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(3)
                             .build());
+
+    @AfterEach
+    void cancelUnfinishedJobs(@InjectClusterClient ClusterClient<?> cluster) throws Exception {
+        Await.cancelUnfinished(cluster);
+    }
 
     @TempDir static java.nio.file.Path hdfsDir;
 

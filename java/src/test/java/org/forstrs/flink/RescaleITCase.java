@@ -1,13 +1,16 @@
 package org.forstrs.flink;
 
+import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateRecoveryOptions;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,6 +40,11 @@ class RescaleITCase {
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(3)
                             .build());
+
+    @AfterEach
+    void cancelUnfinishedJobs(@InjectClusterClient ClusterClient<?> cluster) throws Exception {
+        Await.cancelUnfinished(cluster);
+    }
 
     @Test
     void savepointsRestoreAtTwoThreeAndOne(
