@@ -18,10 +18,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
-import java.nio.file.NoSuchFileException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
@@ -87,17 +90,37 @@ final class CheckpointFiles {
         return Long.parseLong(name.substring(4));
     }
 
-    /** Every file under {@code <jobDir>/shared}. */
+    /**
+     * Every file under {@code <jobDir>/shared}; what is deleted while it is walked (the
+     * JobManager discards subsumed checkpoints asynchronously) is left out.
+     */
     static Set<Path> sharedFiles(Path jobDir) throws IOException {
         Path shared = jobDir.resolve("shared");
         if (!Files.isDirectory(shared)) {
             return Set.of();
         }
-        try (Stream<Path> files = Files.walk(shared)) {
-            return files.filter(Files::isRegularFile)
-                    .map(p -> p.toAbsolutePath().normalize())
-                    .collect(Collectors.toSet());
-        }
+        Set<Path> files = new HashSet<>();
+        Files.walkFileTree(
+                shared,
+                new SimpleFileVisitor<>() {
+                    @Override
+                    public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+                        if (attrs.isRegularFile()) {
+                            files.add(file.toAbsolutePath().normalize());
+                        }
+                        return FileVisitResult.CONTINUE;
+                    }
+
+                    @Override
+                    public FileVisitResult visitFileFailed(Path file, IOException e)
+                            throws IOException {
+                        if (e instanceof NoSuchFileException) {
+                            return FileVisitResult.CONTINUE;
+                        }
+                        throw e;
+                    }
+                });
+        return files;
     }
 
     /**

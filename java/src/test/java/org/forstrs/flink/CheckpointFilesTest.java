@@ -53,4 +53,37 @@ class CheckpointFilesTest {
         assertThat(CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId))
                 .contains((long) CHECKPOINTS);
     }
+
+    /**
+     * The JobManager discards subsumed checkpoints' shared files and directories while a test
+     * lists what is left: the listing leaves out what vanished instead of failing.
+     */
+    @Test
+    void sharedFilesAreListedWhileDirectoriesAreDiscarded(@TempDir Path jobDir) throws Exception {
+        Path shared = Files.createDirectories(jobDir.resolve("shared"));
+        Path kept = Files.write(shared.resolve("kept.sst"), new byte[] {1});
+        AtomicBoolean done = new AtomicBoolean();
+        CompletableFuture<Void> discarder =
+                CompletableFuture.runAsync(
+                        () -> {
+                            try {
+                                for (int i = 0; i < CHECKPOINTS; i++) {
+                                    Path dir = Files.createDirectory(shared.resolve("db-" + i));
+                                    Path file = Files.write(dir.resolve("1.sst"), new byte[] {1});
+                                    Files.delete(file);
+                                    Files.delete(dir);
+                                }
+                            } catch (Exception e) {
+                                throw new RuntimeException(e);
+                            } finally {
+                                done.set(true);
+                            }
+                        });
+
+        while (!done.get()) {
+            assertThat(CheckpointFiles.sharedFiles(jobDir)).contains(kept);
+        }
+        discarder.get();
+        assertThat(CheckpointFiles.sharedFiles(jobDir)).containsExactly(kept);
+    }
 }
