@@ -3,87 +3,69 @@ package org.forstrs.flink.async;
 import org.apache.flink.runtime.asyncprocessing.StateRequest;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Keeps the requests of one key in the order the controller handed them over, across batches that
- * run on several threads: a batch may start only once every earlier batch sharing one of its keys
- * has finished (its reads done and its writes applied). Batches without a common key still run
+ * Keeps the requests of one record in the order the controller handed them over, across batches
+ * that run on several threads: a batch may start only once every earlier batch holding a request
+ * of one of its records has finished (its reads done and its writes applied). Other batches run
  * concurrently and overlap their I/O.
  *
- * <p>Why this is needed: Flink lets one record per key be in flight, but one record's requests can
- * be split across two batches, and the second batch must not overtake the first.
+ * <p>Why this is needed: one record's requests can be split across two batches (it may issue
+ * several without waiting, and the controller cuts batches by size), and the second batch must
+ * not overtake the first.
  *
- * <p>Keys are Flink's keys (the record context's key), compared with {@code equals}, as the
- * controller's own key accounting does. Every state request addresses its record's key only.
+ * <p>Why ordering by record is ordering by key: the controller lets a record's requests run only
+ * while that record holds its key (sync requests included), and hands the key to the next record
+ * only once every request of the holder completed and its callbacks ran. A batch's ticket is
+ * finished before its requests' futures complete, so every batch of one record has finished
+ * before any request of the next record of the same key is handed over. Claims therefore live on
+ * the record's context ({@link RecordSlot}): registering costs the task thread a field read and
+ * write per request, and finishing costs nothing per request.
  */
 final class BatchOrder {
 
-    /** For each key, the end of the latest batch that touches it and has not finished yet. */
-    private final Map<Object, CompletableFuture<Void>> lastBatchOfKey = new HashMap<>();
+    private BatchOrder() {}
 
-    /**
-     * The keys of a batch (one per request, repeats included: a set would cost the task thread a
-     * hash insertion per request for nothing, since registering or releasing a key twice does no
-     * harm) and the future its end completes.
-     */
+    /** The future a batch's end completes, and what must finish before the batch starts. */
     static final class Ticket {
-        final Object[] keys;
-        final CompletableFuture<Void> finished;
+        private final CompletableFuture<Void> finished;
 
-        /** Completes when every earlier batch sharing a key has finished. */
+        /** Completes when every earlier batch sharing a record has finished. */
         final CompletableFuture<Void> predecessorsFinished;
 
         private Ticket(
-                Object[] keys,
-                CompletableFuture<Void> finished,
-                CompletableFuture<Void> predecessorsFinished) {
-            this.keys = keys;
+                CompletableFuture<Void> finished, List<CompletableFuture<Void>> predecessors) {
             this.finished = finished;
-            this.predecessorsFinished = predecessorsFinished;
+            this.predecessorsFinished =
+                    CompletableFuture.allOf(predecessors.toArray(new CompletableFuture<?>[0]));
+        }
+
+        /** Marks the batch finished and lets its successors run; idempotent. */
+        void finish() {
+            finished.complete(null);
         }
     }
 
     /**
-     * Registers a batch, in hand-over order (the controller hands batches over from its one task
-     * thread), and returns its ticket. The caller must call {@link #finish} once the batch ran.
+     * Registers a batch and returns its ticket. Task thread only, in hand-over order (the
+     * controller hands batches over from there). The caller must call {@link Ticket#finish} once
+     * the batch ran.
      */
-    Ticket register(List<StateRequest<?, ?, ?, ?>> requests) {
-        Object[] keys = new Object[requests.size()];
-        for (int i = 0; i < keys.length; i++) {
-            keys[i] = requests.get(i).getRecordContext().getKey();
-        }
-        return register(keys);
-    }
-
-    /** {@link #register(List)} for the keys of a batch's requests, in request order. */
-    Ticket register(Object[] keys) {
-        CompletableFuture<Void> finished = new CompletableFuture<>();
+    static Ticket register(List<StateRequest<?, ?, ?, ?>> requests) {
         List<CompletableFuture<Void>> predecessors = new ArrayList<>();
-        synchronized (this) {
-            for (Object key : keys) {
-                CompletableFuture<Void> previous = lastBatchOfKey.put(key, finished);
-                if (previous != null && previous != finished && !previous.isDone()) {
+        CompletableFuture<Void> finished = new CompletableFuture<>();
+        for (StateRequest<?, ?, ?, ?> request : requests) {
+            RecordSlot slot = RecordSlot.of(request.getRecordContext());
+            CompletableFuture<Void> previous = slot.lastBatch;
+            if (previous != finished) {
+                slot.lastBatch = finished;
+                if (previous != null && !previous.isDone()) {
                     predecessors.add(previous);
                 }
             }
         }
-        return new Ticket(
-                keys,
-                finished,
-                CompletableFuture.allOf(predecessors.toArray(new CompletableFuture<?>[0])));
-    }
-
-    /** Marks the batch of {@code ticket} finished and lets its successors run; idempotent. */
-    void finish(Ticket ticket) {
-        synchronized (this) {
-            for (Object key : ticket.keys) {
-                lastBatchOfKey.remove(key, ticket.finished);
-            }
-        }
-        ticket.finished.complete(null);
+        return new Ticket(finished, predecessors);
     }
 }

@@ -36,7 +36,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Requests of one key take effect in the order they were issued: within a batch the native side
  * answers each read with the batch's earlier writes applied (docs/BATCH_WIRE_FORMAT.md); across
  * batches, which run on the executor's own threads ({@code executor.batch-threads}), {@link
- * BatchOrder} starts a batch only after the earlier batches sharing one of its keys. With {@code
+ * BatchOrder} starts a batch only after the earlier batches sharing one of its records (and so
+ * its keys: one record per key has requests in flight). With {@code
  * executor.inline-coordinator} batches run one after another on the calling task thread.
  */
 final class ForStStateExecutor implements StateExecutor {
@@ -52,7 +53,6 @@ final class ForStStateExecutor implements StateExecutor {
     private final int maxInFlight;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final ConcurrentLinkedQueue<Buffers> idleBuffers = new ConcurrentLinkedQueue<>();
-    private final BatchOrder order = new BatchOrder();
     private volatile boolean shutdown;
 
     /** Batches run and requests in them (including single sync requests). */
@@ -128,7 +128,7 @@ final class ForStStateExecutor implements StateExecutor {
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
         inFlight.incrementAndGet();
-        BatchOrder.Ticket ticket = order.register(requests);
+        BatchOrder.Ticket ticket = BatchOrder.register(requests);
         Runnable batch =
                 () -> {
                     try {
@@ -138,7 +138,7 @@ final class ForStStateExecutor implements StateExecutor {
                         done.completeExceptionally(t);
                     } finally {
                         inFlight.decrementAndGet();
-                        order.finish(ticket);
+                        ticket.finish();
                     }
                 };
         // at once if no earlier batch shares a key, else on the thread that finishes the last one
@@ -156,7 +156,7 @@ final class ForStStateExecutor implements StateExecutor {
             threads.execute(batch);
         } catch (RejectedExecutionException e) {
             inFlight.decrementAndGet();
-            order.finish(ticket);
+            ticket.finish();
             IllegalStateException error =
                     new IllegalStateException("ForSt-RS state executor is shut down", e);
             failAll(requests, 0, error);
@@ -171,12 +171,12 @@ final class ForStStateExecutor implements StateExecutor {
             run(requests, null);
             return;
         }
-        BatchOrder.Ticket ticket = order.register(requests);
+        BatchOrder.Ticket ticket = BatchOrder.register(requests);
         try {
             ticket.predecessorsFinished.join();
             run(requests, ticket);
         } finally {
-            order.finish(ticket);
+            ticket.finish();
         }
     }
 
@@ -267,7 +267,7 @@ final class ForStStateExecutor implements StateExecutor {
                 }
             }
             if (ticket != null) {
-                order.finish(ticket);
+                ticket.finish();
             }
             BatchDecoder dec = new BatchDecoder(buffers.response, (int) written, count);
             for (StateRequest<?, ?, ?, ?> request : encoded) {

@@ -16,7 +16,8 @@ import java.util.function.Supplier;
  * to use from several threads (serializers are per thread).
  *
  * <p>For the default namespace ({@link VoidNamespace}) the key bytes are the same for every state
- * of a record, so they are cached in the record context's extra slot.
+ * of a record, so they are cached in the record's {@link RecordSlot} (batches run on the
+ * executor's threads; the inline coordinator serializes them anew).
  */
 final class KeySerde<K, N> {
 
@@ -44,17 +45,15 @@ final class KeySerde<K, N> {
     byte[] key(RecordContext<K> context, @Nullable N requestNamespace) {
         N namespace = requestNamespace == null ? defaultNamespace : requestNamespace;
         boolean cacheable = voidNamespace && namespace instanceof VoidNamespace;
-        if (cacheable) {
-            Object cached = context.getExtra();
-            if (cached instanceof byte[]) {
-                return (byte[]) cached;
-            }
+        RecordSlot slot = cacheable ? RecordSlot.find(context) : null;
+        if (slot != null && slot.defaultNamespaceKey != null) {
+            return slot.defaultNamespaceKey;
         }
         SerializedCompositeKeyBuilder<K> b = builder.get();
         b.setKeyAndKeyGroup(context.getKey(), context.getKeyGroup());
         byte[] key = b.buildCompositeKeyNamespace(namespace, namespaceSerializer.get());
-        if (cacheable) {
-            context.setExtra(key);
+        if (slot != null) {
+            slot.defaultNamespaceKey = key;
         }
         return key;
     }
