@@ -185,7 +185,7 @@ pub(crate) fn check_relative_path<'a>(
             s if s.starts_with(TEMP_PREFIX) => {
                 return Err(bad(&format!("names starting {TEMP_PREFIX:?} are reserved")));
             }
-            s if s.contains('\0') || s.contains(forbidden) => {
+            s if s.contains('\0') || (!forbidden.is_empty() && s.contains(forbidden)) => {
                 return Err(bad("characters not allowed in a path segment"));
             }
             _ => {}

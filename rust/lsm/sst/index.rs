@@ -58,9 +58,9 @@ struct IndexEntry {
 /// the block cache.
 pub(crate) struct Index {
     /// `head_of` each entry's key, apart from the entries: a binary search step whose heads
-    /// differ (most of them) compares two integers, and the heads of a partition sit in a few
-    /// cache lines (16 bytes per block, against 56 for a whole entry), so the searches of a
-    /// large table mostly stay in the CPU's caches.
+    /// differ (most of them) compares two integers, and a partition's heads fill few cache lines
+    /// (16 bytes per block; an entry with its head inline took 64), so the searches of a large
+    /// table mostly stay in the CPU's caches. Only the entry found is touched.
     heads: Vec<u128>,
     /// All last keys, concatenated; a private copy so the index does not pin the read buffer.
     keys: Bytes,
