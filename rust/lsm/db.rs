@@ -101,20 +101,20 @@ impl Db {
     }
 
     pub fn put(&self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::for_one_write(cf, key.len(), value.len());
         batch.put(cf, key, value);
         self.write(&batch)
     }
 
     pub fn delete(&self, cf: &ColumnFamily, key: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::for_one_write(cf, key.len(), 0);
         batch.delete(cf, key);
         self.write(&batch)
     }
 
     /// Appends to the list at `key` (Flink list state layout, see `lsm::merge`).
     pub fn merge(&self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::for_one_write(cf, key.len(), value.len());
         batch.merge(cf, key, value);
         self.write(&batch)
     }
