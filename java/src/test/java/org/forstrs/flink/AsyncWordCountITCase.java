@@ -25,11 +25,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.file.FileVisitResult;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -200,10 +196,10 @@ class AsyncWordCountITCase {
         try {
             Await.until("state files under " + jobDir, () -> regularFiles(jobDir) > 0, job);
             // <job>/op_<operator>/subtask_<index>_attempt_<n>/<files>
-            assertThat(regularFilesUnder(jobDir))
+            assertThat(CheckpointFiles.regularFilesUnder(jobDir))
                     .allSatisfy(
                             f -> {
-                                Path relative = jobDir.relativize(f);
+                                Path relative = jobDir.toAbsolutePath().normalize().relativize(f);
                                 assertThat(relative.getName(0).toString()).startsWith("op_");
                                 assertThat(relative.getName(1).toString())
                                         .matches("subtask_\\d+_attempt_\\d+");
@@ -223,34 +219,6 @@ class AsyncWordCountITCase {
     }
 
     private static long regularFiles(Path dir) throws IOException {
-        return regularFilesUnder(dir).size();
-    }
-
-    /**
-     * Regular files under {@code dir}; files vanishing during the walk (the DB's temporary files
-     * come and go while the job runs) are left out.
-     */
-    private static List<Path> regularFilesUnder(Path dir) throws IOException {
-        List<Path> files = new ArrayList<>();
-        if (!Files.exists(dir)) {
-            return files;
-        }
-        Files.walkFileTree(
-                dir,
-                new SimpleFileVisitor<>() {
-                    @Override
-                    public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
-                        if (attrs.isRegularFile()) {
-                            files.add(file);
-                        }
-                        return FileVisitResult.CONTINUE;
-                    }
-
-                    @Override
-                    public FileVisitResult visitFileFailed(Path file, IOException e) {
-                        return FileVisitResult.CONTINUE;
-                    }
-                });
-        return files;
+        return CheckpointFiles.regularFilesUnder(dir).size();
     }
 }

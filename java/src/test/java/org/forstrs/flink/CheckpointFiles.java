@@ -95,13 +95,21 @@ final class CheckpointFiles {
      * JobManager discards subsumed checkpoints asynchronously) is left out.
      */
     static Set<Path> sharedFiles(Path jobDir) throws IOException {
-        Path shared = jobDir.resolve("shared");
-        if (!Files.isDirectory(shared)) {
-            return Set.of();
-        }
+        return regularFilesUnder(jobDir.resolve("shared"));
+    }
+
+    /**
+     * The regular files under {@code dir} (absolute, normalized), none if it does not exist;
+     * files and directories deleted while it is walked (by a running job or the JobManager) are
+     * left out instead of failing the walk.
+     */
+    static Set<Path> regularFilesUnder(Path dir) throws IOException {
         Set<Path> files = new HashSet<>();
+        if (!Files.isDirectory(dir)) {
+            return files;
+        }
         Files.walkFileTree(
-                shared,
+                dir,
                 new SimpleFileVisitor<>() {
                     @Override
                     public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {

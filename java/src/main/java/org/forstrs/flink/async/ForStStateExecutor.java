@@ -141,7 +141,7 @@ final class ForStStateExecutor implements StateExecutor {
                         ticket.finish();
                     }
                 };
-        // at once if no earlier batch shares a key, else on the thread that finishes the last one
+        // at once if no earlier batch shares a record, else on the thread that finishes the last
         ticket.predecessorsFinished.whenComplete(
                 (ignored, failure) -> submit(batch, requests, ticket, done));
         return done;

@@ -16,8 +16,9 @@ import java.util.function.Supplier;
  * to use from several threads (serializers are per thread).
  *
  * <p>For the default namespace ({@link VoidNamespace}) the key bytes are the same for every state
- * of a record, so they are cached in the record's {@link RecordSlot} (batches run on the
- * executor's threads; the inline coordinator serializes them anew).
+ * of a record, so they are cached in the record's {@link RecordSlot}, which batches ordered for the
+ * executor's threads have (with the inline coordinator there is none, and each request serializes
+ * its key).
  */
 final class KeySerde<K, N> {
 
