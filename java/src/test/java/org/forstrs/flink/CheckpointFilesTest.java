@@ -1,5 +1,7 @@
 package org.forstrs.flink;
 
+import org.apache.flink.util.function.ThrowingRunnable;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,23 +28,18 @@ class CheckpointFilesTest {
     void latestCompletedIsReadWhileCheckpointsAreSubsumed(@TempDir Path jobDir) throws Exception {
         AtomicBoolean done = new AtomicBoolean();
         CompletableFuture<Void> job =
-                CompletableFuture.runAsync(
+                inBackground(
+                        done,
                         () -> {
-                            try {
-                                for (int id = 1; id <= CHECKPOINTS; id++) {
-                                    Path checkpoint = jobDir.resolve("chk-" + id);
-                                    Files.createDirectory(checkpoint);
-                                    Files.write(checkpoint.resolve("_metadata"), new byte[] {1});
-                                    Path subsumed = jobDir.resolve("chk-" + (id - 1));
-                                    if (id > 1) {
-                                        Files.delete(subsumed.resolve("_metadata"));
-                                        Files.delete(subsumed);
-                                    }
+                            for (int id = 1; id <= CHECKPOINTS; id++) {
+                                Path checkpoint = jobDir.resolve("chk-" + id);
+                                Files.createDirectory(checkpoint);
+                                Files.write(checkpoint.resolve("_metadata"), new byte[] {1});
+                                Path subsumed = jobDir.resolve("chk-" + (id - 1));
+                                if (id > 1) {
+                                    Files.delete(subsumed.resolve("_metadata"));
+                                    Files.delete(subsumed);
                                 }
-                            } catch (Exception e) {
-                                throw new RuntimeException(e);
-                            } finally {
-                                done.set(true);
                             }
                         });
 
@@ -64,19 +61,13 @@ class CheckpointFilesTest {
         Path kept = Files.write(shared.resolve("kept.sst"), new byte[] {1});
         AtomicBoolean done = new AtomicBoolean();
         CompletableFuture<Void> discarder =
-                CompletableFuture.runAsync(
+                inBackground(
+                        done,
                         () -> {
-                            try {
-                                for (int i = 0; i < CHECKPOINTS; i++) {
-                                    Path dir = Files.createDirectory(shared.resolve("db-" + i));
-                                    Path file = Files.write(dir.resolve("1.sst"), new byte[] {1});
-                                    Files.delete(file);
-                                    Files.delete(dir);
-                                }
-                            } catch (Exception e) {
-                                throw new RuntimeException(e);
-                            } finally {
-                                done.set(true);
+                            for (int i = 0; i < CHECKPOINTS; i++) {
+                                Path dir = Files.createDirectory(shared.resolve("db-" + i));
+                                Files.delete(Files.write(dir.resolve("1.sst"), new byte[] {1}));
+                                Files.delete(dir);
                             }
                         });
 
@@ -85,5 +76,20 @@ class CheckpointFilesTest {
         }
         discarder.get();
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsExactly(kept);
+    }
+
+    /** Runs {@code work} on another thread and sets {@code done} when it ended, however. */
+    private static CompletableFuture<Void> inBackground(
+            AtomicBoolean done, ThrowingRunnable<Exception> work) {
+        return CompletableFuture.runAsync(
+                () -> {
+                    try {
+                        work.run();
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    } finally {
+                        done.set(true);
+                    }
+                });
     }
 }
