@@ -6,8 +6,6 @@ import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.client.JobStatusMessage;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 
@@ -36,9 +34,9 @@ final class Await {
     }
 
     /**
-     * Until {@code condition} holds, for what goes on after a job ended (the JobManager's
-     * asynchronous deletions): no job to watch, so a condition that never holds hangs until the
-     * build's timeout.
+     * Until {@code condition} holds, where no running job can end the wait (the JobManager's
+     * asynchronous deletions after a job ended, a job's own way to its end): a condition that
+     * never holds hangs until the build's timeout.
      */
     static void until(Callable<Boolean> condition) throws Exception {
         while (!condition.call()) {
@@ -46,14 +44,10 @@ final class Await {
         }
     }
 
-    /** Until the job reached a terminal state; returns that state. */
+    /** Until the job reached a terminal state; returns that state (a terminal state is final). */
     static JobStatus terminal(JobClient job) throws Exception {
-        JobStatus status = job.getJobStatus().get();
-        while (!status.isGloballyTerminalState()) {
-            Thread.sleep(POLL_MS);
-            status = job.getJobStatus().get();
-        }
-        return status;
+        until(() -> job.getJobStatus().get().isGloballyTerminalState());
+        return job.getJobStatus().get();
     }
 
     /**
@@ -62,21 +56,17 @@ final class Await {
      * job cannot be scheduled and fails for a reason not its own.
      */
     static void cancelUnfinished(ClusterClient<?> cluster) throws Exception {
-        List<JobID> unfinished = new ArrayList<>();
         for (JobStatusMessage job : cluster.listJobs().get()) {
-            if (!job.getJobState().isGloballyTerminalState()) {
-                unfinished.add(job.getJobId());
+            if (job.getJobState().isGloballyTerminalState()) {
+                continue;
             }
-        }
-        for (JobID job : unfinished) {
+            JobID id = job.getJobId();
             try {
-                cluster.cancel(job).get();
+                cluster.cancel(id).get();
             } catch (ExecutionException e) {
                 // it ended between the listing and the cancel: the wait below sees its end
             }
-            while (!cluster.getJobStatus(job).get().isGloballyTerminalState()) {
-                Thread.sleep(POLL_MS);
-            }
+            until(() -> cluster.getJobStatus(id).get().isGloballyTerminalState());
         }
     }
 }
