@@ -35,11 +35,17 @@ pub(crate) fn write_block(out: &mut Vec<u8>, raw: &[u8], compression: Compressio
     let start = out.len();
     let mut block_type = TYPE_RAW;
     if compression == Compression::Lz4 {
-        let compressed = lz4_flex::block::compress_prepend_size(raw);
+        // Compressed in place after `start`: `uncompressed_len` then the LZ4 block.
+        let bound = lz4::block::compress_bound(raw.len()).unwrap_or(0);
+        out.resize(start + 4 + bound, 0);
+        let compressed = lz4::block::compress_to_buffer(raw, None, true, &mut out[start..]);
         // Decompression costs CPU on every cache miss; only worth it if it saves an eighth.
-        if compressed.len() <= raw.len() - raw.len() / 8 {
-            out.extend_from_slice(&compressed);
-            block_type = TYPE_LZ4;
+        match compressed {
+            Ok(len) if bound > 0 && len <= raw.len() - raw.len() / 8 => {
+                out.truncate(start + len);
+                block_type = TYPE_LZ4;
+            }
+            _ => out.truncate(start),
         }
     }
     if block_type == TYPE_RAW {
@@ -81,7 +87,9 @@ pub(crate) fn read_block(stored: &Bytes) -> Decoded<Bytes> {
                 )));
             }
             let mut raw = vec![0u8; raw_len];
-            let n = lz4_flex::block::decompress_into(compressed, &mut raw)
+            let raw_len_i32 = i32::try_from(raw_len)
+                .map_err(|_| Malformed::new(format!("lz4 block claims {raw_len} bytes")))?;
+            let n = lz4::block::decompress_to_buffer(compressed, Some(raw_len_i32), &mut raw)
                 .map_err(|e| Malformed::new(format!("lz4 decompression failed: {e}")))?;
             if n != raw_len {
                 return Err(Malformed::new(format!(
@@ -147,6 +155,24 @@ mod tests {
             }
             assert!(read_block(&Bytes::from(out[..4].to_vec())).is_err());
         }
+    }
+
+    /// Files written before the engine moved to the C library (lz4_flex 0.11 encoded their
+    /// blocks) stay readable: this payload is what lz4_flex made of `fixture_raw`.
+    #[test]
+    fn blocks_compressed_by_lz4_flex_still_decode() {
+        let fixture_raw: Vec<u8> =
+            (0..300u32).map(|i| b"forst-rs block "[(i % 15) as usize] ^ (i / 60) as u8).collect();
+        let hex = "2c010000ff00666f7273742d727320626c6f636b200f001aff00676e7372752c737221636d6e62\
+                   6a210f001aff00646d7071762f707122606e6d6169220f001aff00656c7170772e717023616f6c\
+                   6068230f001aff00626b7677702976772466686b676f240f00146066686b676f24";
+        let mut stored: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        stored.push(TYPE_LZ4);
+        let crc = checksum(&stored);
+        stored.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(&read_block(&Bytes::from(stored)).unwrap()[..], &fixture_raw[..]);
     }
 
     #[test]
