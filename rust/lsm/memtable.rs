@@ -119,22 +119,33 @@ impl MemTable {
         self.map.is_empty() && !self.has_tombstones.load(Ordering::Acquire)
     }
 
-    /// Versions of `key` visible at `snapshot`, newest first, up to and including the first Put or
-    /// Delete (older versions cannot matter).
-    pub fn get(&self, key: &[u8], snapshot: SeqNo) -> Vec<(SeqNo, ValueKind, Bytes)> {
+    /// Feeds `visit` the versions of `key` visible at `snapshot`, newest first, up to and
+    /// including the first Put or Delete (older versions cannot matter), or until `visit`
+    /// returns true. Returns true if `visit` did.
+    pub fn get(
+        &self,
+        key: &[u8],
+        snapshot: SeqNo,
+        mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
+    ) -> bool {
+        // A settled database reads with empty memtables: skip building the search key.
+        if self.map.is_empty() {
+            return false;
+        }
         let start = InternalKey::new(Bytes::copy_from_slice(key), snapshot, ValueKind::Merge);
-        let mut out = Vec::new();
         for entry in self.map.range(start..) {
             if entry.key().user_key.as_ref() != key {
                 break;
             }
             let kind = entry.key().kind;
-            out.push((entry.key().seq, kind, entry.value().clone()));
+            if visit(entry.key().seq, kind, entry.value().clone()) {
+                return true;
+            }
             if kind != ValueKind::Merge {
                 break;
             }
         }
-        out
+        false
     }
 
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {

@@ -149,14 +149,9 @@ fn resolve_in_memtables(
     snapshot: SeqNo,
     resolver: &mut VersionResolver,
 ) -> bool {
-    for mem in std::iter::once(&sv.mem).chain(sv.frozen.iter()) {
-        for (seq, kind, value) in mem.get(key, snapshot) {
-            if resolver.push(seq, kind, value) {
-                return true;
-            }
-        }
-    }
-    false
+    std::iter::once(&sv.mem)
+        .chain(sv.frozen.iter())
+        .any(|mem| mem.get(key, snapshot, |seq, kind, value| resolver.push(seq, kind, value)))
 }
 
 async fn resolve_in_files(
@@ -170,10 +165,8 @@ async fn resolve_in_files(
     for file in level0.chain(deeper) {
         // `get` consults the file's bloom filter first.
         let table = file.table().await?;
-        for (seq, kind, value) in table.get(key, snapshot).await? {
-            if resolver.push(seq, kind, value) {
-                return Ok(());
-            }
+        if table.get(key, snapshot, |seq, kind, value| resolver.push(seq, kind, value)).await? {
+            return Ok(());
         }
     }
     Ok(())

@@ -217,17 +217,18 @@ impl Table {
         self.reserved as usize
     }
 
-    /// Versions of `user_key` with seq <= snapshot, newest first, stopping after (and including)
-    /// the first Put or Delete. Empty if none.
+    /// Feeds `visit` the versions of `user_key` with seq <= snapshot, newest first, up to and
+    /// including the first Put or Delete, or until `visit` returns true (no older version
+    /// matters). Returns true if `visit` did.
     pub async fn get(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-    ) -> Result<Vec<(SeqNo, ValueKind, Bytes)>> {
-        let mut found = Vec::new();
+        mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
+    ) -> Result<bool> {
         let p = self.top.find(user_key, snapshot);
         if p >= self.top.len() || !self.partition_may_contain(p, user_key).await? {
-            return Ok(found);
+            return Ok(false);
         }
         let mut pos = self.position(p, user_key, snapshot).await?;
         let mut first = true;
@@ -240,17 +241,20 @@ impl Table {
             first = false;
             while it.valid() {
                 if it.user_key() != user_key {
-                    return Ok(found);
+                    return Ok(false);
                 }
-                found.push((it.seq(), it.kind(), it.value_bytes()));
-                if it.kind() != ValueKind::Merge {
-                    return Ok(found);
+                let kind = it.kind();
+                if visit(it.seq(), kind, it.value_bytes()) {
+                    return Ok(true);
+                }
+                if kind != ValueKind::Merge {
+                    return Ok(false);
                 }
                 it.next().map_err(|m| self.corruption(handle, m))?;
             }
             pos = self.next_block(at).await?;
         }
-        Ok(found)
+        Ok(false)
     }
 
     pub fn iter(self: &Arc<Self>, readahead: usize) -> TableIterator {

@@ -2,7 +2,7 @@
 //! damage it in every way the reader must survive.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rand::rngs::StdRng;
@@ -125,10 +125,12 @@ fn model_get(entries: &[Entry], key: &[u8], snapshot: SeqNo) -> Vec<(SeqNo, Valu
 }
 
 fn get(table: &Table, key: &[u8], snapshot: SeqNo) -> Result<Vec<(SeqNo, ValueKind, Vec<u8>)>> {
-    Ok(block_on(table.get(key, snapshot))?
-        .into_iter()
-        .map(|(s, k, v)| (s, k, v.to_vec()))
-        .collect())
+    let mut found = Vec::new();
+    block_on(table.get(key, snapshot, |s, k, v| {
+        found.push((s, k, v.to_vec()));
+        false
+    }))?;
+    Ok(found)
 }
 
 fn assert_corruption<T: std::fmt::Debug>(r: Result<T>, what: &str) -> u64 {
@@ -419,11 +421,16 @@ fn block_cache_counts_and_shares_loads() {
 
     // Concurrent misses on one block: one storage read, the rest wait for it.
     storage.yield_once.store(true, Ordering::Relaxed);
-    let results = block_on(futures::future::join_all((0..8).map(|_| table.get(&key, MAX_SEQ))));
+    let found = AtomicUsize::new(0);
+    let count = |_, _, _| {
+        found.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    let results =
+        block_on(futures::future::join_all((0..8).map(|_| table.get(&key, MAX_SEQ, count))));
     storage.yield_once.store(false, Ordering::Relaxed);
-    for r in results {
-        assert!(!r.unwrap().is_empty());
-    }
+    results.into_iter().collect::<Result<Vec<_>>>().unwrap();
+    assert_eq!(found.load(Ordering::Relaxed), 8);
     // Filter partition, index partition, data block: one read each.
     assert_eq!(storage.reads.load(Ordering::Relaxed), reads + 3);
     assert_eq!(cache.misses(), 3);
@@ -461,7 +468,7 @@ fn table_is_send_sync_and_get_is_send() {
     let (data, _) = build(&dataset(10, 10), TableOptions::default());
     let (storage, cache) = store(data);
     let table = open_table(&storage, PATH, &cache).unwrap();
-    let fut = table.get(b"k", 1);
+    let fut = table.get(b"k", 1, |_, _, _| false);
     send(&fut);
     let it = table.iter(0);
     send(&it);
