@@ -223,3 +223,53 @@ fn a_key_that_always_exists_is_always_found() {
     let files: usize = db.stats().files_per_level.iter().sum();
     assert!(files > 0, "writes went through flushes into files");
 }
+
+/// A batch looks its keys up in key order and keeps each file's filter and index partition
+/// between neighbours: its answers match single gets (present, updated, deleted and absent keys
+/// over two files of several partitions), and it asks the block cache far less often.
+#[test]
+fn multi_get_of_neighbouring_keys_matches_gets_with_fewer_cache_lookups() {
+    let storage = support::fresh_memory("multi-get-neighbours");
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let cf = db.create_cf("s").unwrap();
+    let key = |i: u32| format!("key{i:07}").into_bytes();
+    // Even keys only (odd ones stay absent), then a newer file updating and deleting some.
+    let mut batch = WriteBatch::new();
+    for i in (0..80_000).step_by(2) {
+        batch.put(&cf, &key(i), &[i as u8; 100]);
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    let mut batch = WriteBatch::new();
+    for i in (0..80_000).step_by(6) {
+        batch.put(&cf, &key(i), b"updated");
+    }
+    for i in (0..80_000).step_by(14) {
+        batch.delete(&cf, &key(i));
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+
+    let lookups = |db: &Db| db.stats().block_cache_hits + db.stats().block_cache_misses;
+    let keys: Vec<Vec<u8>> = (0..80_000).map(key).collect();
+    let before = lookups(&db);
+    let single: Vec<Option<Vec<u8>>> =
+        keys.iter().map(|k| db.get(&cf, k).unwrap().map(|v| v.to_vec())).collect();
+    let by_gets = lookups(&db) - before;
+    let before = lookups(&db);
+    let mut batched = Vec::new();
+    for chunk in keys.chunks(1000) {
+        let request: Vec<_> = chunk.iter().map(|k| (&cf, k.as_slice())).collect();
+        batched.extend(db.multi_get(&request).unwrap().into_iter().map(|v| v.map(|b| b.to_vec())));
+    }
+    let by_batches = lookups(&db) - before;
+
+    assert_eq!(batched, single);
+    assert_eq!(single.iter().filter(|v| v.is_some()).count(), 40_000 - 40_000 / 7 - 1);
+    assert_eq!(single[6].as_deref(), Some(&b"updated"[..]));
+    assert_eq!(single[14], None);
+    assert_eq!(single[2].as_deref(), Some(&[2u8; 100][..]));
+    assert!(by_batches * 2 < by_gets, "batched {by_batches} vs single {by_gets} cache lookups");
+}

@@ -195,13 +195,17 @@ impl Table {
         &self.path
     }
 
+    /// Process-unique id of this open file (its blocks' key in the cache).
+    pub(crate) fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
     /// False only if the bloom filter proves `user_key` absent (may load a filter partition).
     pub async fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
-        let p = self.top.find(user_key, MAX_SEQ);
-        if p >= self.top.len() {
-            return Ok(false);
+        match self.partition_of(user_key, MAX_SEQ) {
+            Some(p) => self.partition_may_contain(p, user_key).await,
+            None => Ok(false),
         }
-        self.partition_may_contain(p, user_key).await
     }
 
     async fn partition_may_contain(&self, p: usize, user_key: &[u8]) -> Result<bool> {
@@ -224,13 +228,34 @@ impl Table {
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
-        mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
+        visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> Result<bool> {
-        let p = self.top.find(user_key, snapshot);
-        if p >= self.top.len() || !self.partition_may_contain(p, user_key).await? {
+        let Some(p) = self.partition_of(user_key, snapshot) else {
+            return Ok(false);
+        };
+        if !self.partition_may_contain(p, user_key).await? {
             return Ok(false);
         }
-        let mut pos = self.position(p, user_key, snapshot).await?;
+        let index = self.index_partition(p).await?;
+        self.get_in_partition(user_key, snapshot, p, index, visit).await
+    }
+
+    /// The index partition where `get` looks for (user_key, snapshot); None past the table's end.
+    pub(crate) fn partition_of(&self, user_key: &[u8], snapshot: SeqNo) -> Option<usize> {
+        Some(self.top.find(user_key, snapshot)).filter(|&p| p < self.top.len())
+    }
+
+    /// `get` from index partition `p` on (its filter passed), `index` being that partition.
+    pub(crate) async fn get_in_partition(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        p: usize,
+        index: Arc<Index>,
+        mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
+    ) -> Result<bool> {
+        let block = index.find(user_key, snapshot);
+        let mut pos = self.settle(BlockPos { partition: p, index, block }).await?;
         let mut first = true;
         // Versions of one key may continue into the following blocks (long merge chains).
         while let Some(at) = pos {
@@ -417,7 +442,7 @@ impl Table {
     }
 
     /// Filter partition `p` through the cache; None if the table has no filters.
-    async fn filter_partition(&self, p: usize) -> Result<Option<Arc<Bloom>>> {
+    pub(crate) async fn filter_partition(&self, p: usize) -> Result<Option<Arc<Bloom>>> {
         let Some(&handle) = self.filters.get(p) else {
             return Ok(None);
         };
