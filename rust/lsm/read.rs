@@ -1,6 +1,7 @@
 //! Point reads. Memtables answer first, in memory; keys they cannot settle walk the files newest
 //! to oldest. A batch of keys walks the files concurrently: each key is one future, and all of
 //! them are in flight at once, so N block reads from the DFS cost about one round trip, not N.
+//! The keys go in key order, and neighbours reuse each file's filter and index partition.
 //! The scans of the same batch load their first blocks in the same flight (`prefetch_scans`), so
 //! the iterators that follow find them in the block cache.
 
