@@ -7,6 +7,8 @@
 //! collapse onto one bit). The hash is defined here and fixed by the format: it must never change
 //! for existing files.
 
+use bytes::Bytes;
+
 use super::coding::{Decoded, Malformed};
 use super::live::LiveBytes;
 
@@ -94,13 +96,14 @@ fn probe_bits(h: u64, probes: u8, m: u64) -> impl Iterator<Item = u64> {
 
 /// A decoded filter partition, cached in the block cache.
 pub(crate) struct Bloom {
-    bits: Vec<u8>,
+    /// A slice of the block as read (the bits are nearly all of it): no copy.
+    bits: Bytes,
     probes: u8,
     _live: LiveBytes,
 }
 
 impl Bloom {
-    pub(crate) fn decode(raw: &[u8]) -> Decoded<Bloom> {
+    pub(crate) fn decode(raw: Bytes) -> Decoded<Bloom> {
         let Some((&probes, bits)) = raw.split_last() else {
             return Err(Malformed::new("empty filter block"));
         };
@@ -111,7 +114,7 @@ impl Bloom {
             )));
         }
         let live = LiveBytes::new(std::mem::size_of::<Bloom>() + bits.len());
-        Ok(Bloom { bits: bits.to_vec(), probes, _live: live })
+        Ok(Bloom { bits: raw.slice(..bits.len()), probes, _live: live })
     }
 
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
@@ -134,7 +137,7 @@ mod tests {
         for k in keys {
             b.add(&k);
         }
-        Bloom::decode(&b.finish()).unwrap()
+        Bloom::decode(Bytes::from(b.finish())).unwrap()
     }
 
     #[test]
@@ -177,9 +180,9 @@ mod tests {
 
     #[test]
     fn bad_filters_are_rejected() {
-        assert!(Bloom::decode(&[]).is_err());
-        assert!(Bloom::decode(&[0xff, 0]).is_err());
-        assert!(Bloom::decode(&[0xff, 31]).is_err());
-        assert!(Bloom::decode(&[7]).is_err());
+        assert!(Bloom::decode(Bytes::new()).is_err());
+        assert!(Bloom::decode(Bytes::from_static(&[0xff, 0])).is_err());
+        assert!(Bloom::decode(Bytes::from_static(&[0xff, 31])).is_err());
+        assert!(Bloom::decode(Bytes::from_static(&[7])).is_err());
     }
 }

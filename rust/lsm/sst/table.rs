@@ -447,7 +447,7 @@ impl Table {
             return Ok(None);
         };
         let loaded =
-            self.cached(handle, |raw| Ok(CachedBlock::Filter(Arc::new(Bloom::decode(&raw)?))));
+            self.cached(handle, |raw| Ok(CachedBlock::Filter(Arc::new(Bloom::decode(raw)?))));
         match loaded.await? {
             CachedBlock::Filter(bloom) => Ok(Some(bloom)),
             _ => Err(self.corruption(handle, Malformed::new("filter partition shares an offset"))),
