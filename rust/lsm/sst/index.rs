@@ -8,7 +8,6 @@
 //! size: varint64)* count: u32 LE`, stored uncompressed with the usual block framing.
 
 use std::cmp::Ordering;
-use std::ops::Range;
 
 use bytes::Bytes;
 
@@ -48,10 +47,13 @@ impl IndexBuilder {
     }
 }
 
+/// One block, 24 bytes (a cached partition holds ~130): its last key is
+/// `keys[previous entry's key_end..key_end]`; sizes and key offsets fit 32 bits (checked).
 struct IndexEntry {
-    key: Range<usize>,
     seq: SeqNo,
-    handle: BlockHandle,
+    offset: u64,
+    size: u32,
+    key_end: u32,
 }
 
 /// A decoded index: the top level is kept in memory while the table is open, partitions live in
@@ -90,6 +92,7 @@ impl Index {
         let mut entries: Vec<IndexEntry> = Vec::with_capacity(count);
         let mut c = Cursor::new(body);
         let mut next_free = 0u64;
+        let mut prev_key_start = 0;
         while !c.is_empty() {
             let at = c.pos();
             let key = c.length_prefixed()?;
@@ -98,26 +101,29 @@ impl Index {
             let head = head_of(key);
             if let (Some(prev), Some(&prev_head)) = (entries.last(), heads.last()) {
                 // Unequal heads order the keys as their bytes do; only a tie needs the bytes.
-                let order = prev_head
-                    .cmp(&head)
-                    .then_with(|| compare_internal(&keys[prev.key.clone()], prev.seq, key, seq));
+                let order = prev_head.cmp(&head).then_with(|| {
+                    let prev_key = &keys[prev_key_start..prev.key_end as usize];
+                    compare_internal(prev_key, prev.seq, key, seq)
+                });
                 if order != Ordering::Less {
                     return Err(Malformed::new(format!("index entry at {at} out of order")));
                 }
             }
-            let end = handle.end().filter(|&e| e <= data_end);
-            if handle.offset < next_free || handle.size < BLOCK_TRAILER_LEN as u64 || end.is_none()
-            {
+            let end = handle.end().filter(|&e| e <= data_end && handle.offset >= next_free);
+            let size = u32::try_from(handle.size).ok().filter(|&s| s as usize >= BLOCK_TRAILER_LEN);
+            let (Some(end), Some(size)) = (end, size) else {
                 return Err(Malformed::new(format!(
                     "index entry at {at} has bad handle {}+{} (data ends at {data_end})",
                     handle.offset, handle.size
                 )));
-            }
-            next_free = end.unwrap_or(data_end);
-            let start = keys.len();
+            };
+            next_free = end;
+            prev_key_start = keys.len();
             keys.extend_from_slice(key);
+            let key_end = u32::try_from(keys.len())
+                .map_err(|_| Malformed::new("index keys take more than 4 GiB"))?;
             heads.push(head);
-            entries.push(IndexEntry { key: start..keys.len(), seq, handle });
+            entries.push(IndexEntry { seq, offset: handle.offset, size, key_end });
         }
         if entries.len() != count {
             return Err(Malformed::new(format!(
@@ -131,14 +137,15 @@ impl Index {
 
     /// An index of one entry (the whole index of a format-1 file, seen as one partition).
     pub(crate) fn single(last_user_key: &[u8], last_seq: SeqNo, handle: BlockHandle) -> Index {
+        // A format-1 file's whole index and filter sit in one block each, far below 4 GiB.
+        let entry = IndexEntry {
+            seq: last_seq,
+            offset: handle.offset,
+            size: u32::try_from(handle.size).unwrap_or(u32::MAX),
+            key_end: u32::try_from(last_user_key.len()).unwrap_or(u32::MAX),
+        };
         let keys = Bytes::copy_from_slice(last_user_key);
-        let entry = IndexEntry { key: 0..keys.len(), seq: last_seq, handle };
-        Index::new(keys, vec![entry])
-    }
-
-    fn new(keys: Bytes, entries: Vec<IndexEntry>) -> Index {
-        let heads = entries.iter().map(|e| head_of(&keys[e.key.clone()])).collect();
-        Self::with_heads(heads, keys, entries)
+        Self::with_heads(vec![head_of(&keys)], keys, vec![entry])
     }
 
     fn with_heads(heads: Vec<u128>, keys: Bytes, entries: Vec<IndexEntry>) -> Index {
@@ -158,16 +165,18 @@ impl Index {
     }
 
     pub(crate) fn handle(&self, i: usize) -> BlockHandle {
-        self.entries[i].handle
+        let e = &self.entries[i];
+        BlockHandle::new(e.offset, u64::from(e.size))
     }
 
     /// The last user key of block `i`.
     pub(crate) fn last_key(&self, i: usize) -> &[u8] {
-        &self.keys[self.entries[i].key.clone()]
+        let start = i.checked_sub(1).map_or(0, |prev| self.entries[prev].key_end as usize);
+        &self.keys[start..self.entries[i].key_end as usize]
     }
 
     pub(crate) fn handles(&self) -> impl Iterator<Item = BlockHandle> + '_ {
-        self.entries.iter().map(|e| e.handle)
+        (0..self.len()).map(|i| self.handle(i))
     }
 
     /// Index of the first block whose last key is >= (user_key, seq); `len()` if none.
@@ -180,10 +189,17 @@ impl Index {
             return first_tie;
         }
         let ties = self.heads[first_tie..].partition_point(|&h| h == head);
-        first_tie
-            + self.entries[first_tie..first_tie + ties].partition_point(|e| {
-                compare_internal(&self.keys[e.key.clone()], e.seq, user_key, seq) == Ordering::Less
-            })
+        let (mut lo, mut hi) = (first_tie, first_tie + ties);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let e = &self.entries[mid];
+            if compare_internal(self.last_key(mid), e.seq, user_key, seq) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Bytes held in memory.
