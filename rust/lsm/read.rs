@@ -184,7 +184,8 @@ async fn resolve_in_files(
 
 /// The filter and index partition each table's latest lookup in a batch used. The batch looks
 /// its keys up in key order, so neighbours land in the same partitions one after the other and
-/// find both here instead of in the block cache (two lookups fewer per file probed).
+/// find both here instead of in the block cache (two lookups fewer per file probed). It holds one
+/// pair per table, for one batch (a few KiB each, usually also in the cache).
 #[derive(Default)]
 struct PartitionMemo(RefCell<Vec<MemoEntry>>);
 
