@@ -288,6 +288,14 @@ mod tests {
         let mut b = IndexBuilder::default();
         b.add(b"a", 3, BlockHandle::new(u64::MAX, 100));
         assert!(Index::decode(&b.finish(), 1000).is_err(), "overflowing handle");
+        // Entries keep block sizes in 32 bits: a larger block is refused, not truncated.
+        let mut b = IndexBuilder::default();
+        b.add(b"a", 3, BlockHandle::new(0, 1 << 32));
+        assert!(Index::decode(&b.finish(), 1 << 33).is_err(), "block of 4 GiB");
+        let mut b = IndexBuilder::default();
+        b.add(b"a", 3, BlockHandle::new(0, (1 << 32) - 1));
+        let index = Index::decode(&b.finish(), 1 << 33).unwrap();
+        assert_eq!(index.handle(0), BlockHandle::new(0, (1 << 32) - 1));
         for len in 0..good.len() {
             assert!(Index::decode(&good[..len], 210).is_err());
         }
