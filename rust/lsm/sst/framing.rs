@@ -35,17 +35,19 @@ pub(crate) fn write_block(out: &mut Vec<u8>, raw: &[u8], compression: Compressio
     let start = out.len();
     let mut block_type = TYPE_RAW;
     if compression == Compression::Lz4 {
-        // Compressed in place after `start`: `uncompressed_len` then the LZ4 block.
-        let bound = lz4::block::compress_bound(raw.len()).unwrap_or(0);
-        out.resize(start + 4 + bound, 0);
-        let compressed = lz4::block::compress_to_buffer(raw, None, true, &mut out[start..]);
-        // Decompression costs CPU on every cache miss; only worth it if it saves an eighth.
-        match compressed {
-            Ok(len) if bound > 0 && len <= raw.len() - raw.len() / 8 => {
-                out.truncate(start + len);
-                block_type = TYPE_LZ4;
+        // Compressed in place after `start`: `uncompressed_len` then the LZ4 block. A block too
+        // large for LZ4 (2 GiB) stays raw.
+        if let Ok(bound) = lz4::block::compress_bound(raw.len()) {
+            out.resize(start + 4 + bound, 0);
+            let compressed = lz4::block::compress_to_buffer(raw, None, true, &mut out[start..]);
+            // Decompression costs CPU on every cache miss; only worth it if it saves an eighth.
+            match compressed {
+                Ok(len) if len <= raw.len() - raw.len() / 8 => {
+                    out.truncate(start + len);
+                    block_type = TYPE_LZ4;
+                }
+                _ => out.truncate(start),
             }
-            _ => out.truncate(start),
         }
     }
     if block_type == TYPE_RAW {

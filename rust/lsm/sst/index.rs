@@ -136,16 +136,19 @@ impl Index {
     }
 
     /// An index of one entry (the whole index of a format-1 file, seen as one partition).
-    pub(crate) fn single(last_user_key: &[u8], last_seq: SeqNo, handle: BlockHandle) -> Index {
-        // A format-1 file's whole index and filter sit in one block each, far below 4 GiB.
-        let entry = IndexEntry {
-            seq: last_seq,
-            offset: handle.offset,
-            size: u32::try_from(handle.size).unwrap_or(u32::MAX),
-            key_end: u32::try_from(last_user_key.len()).unwrap_or(u32::MAX),
+    pub(crate) fn single(
+        last_user_key: &[u8],
+        last_seq: SeqNo,
+        handle: BlockHandle,
+    ) -> Decoded<Index> {
+        let (Ok(size), Ok(key_end)) =
+            (u32::try_from(handle.size), u32::try_from(last_user_key.len()))
+        else {
+            return Err(Malformed::new(format!("index block of {} bytes", handle.size)));
         };
+        let entry = IndexEntry { seq: last_seq, offset: handle.offset, size, key_end };
         let keys = Bytes::copy_from_slice(last_user_key);
-        Self::with_heads(vec![head_of(&keys)], keys, vec![entry])
+        Ok(Self::with_heads(vec![head_of(&keys)], keys, vec![entry]))
     }
 
     fn with_heads(heads: Vec<u128>, keys: Bytes, entries: Vec<IndexEntry>) -> Index {

@@ -138,7 +138,8 @@ impl Table {
         let meta = |h: BlockHandle| MetaBlock { path: &path, buf: &buf, base, handle: h };
         let properties = meta(footer.properties).decode(|raw| properties::decode(raw, size))?;
         if whole_index {
-            let top = Index::single(&properties.largest_key, 0, footer.index);
+            let top = Index::single(&properties.largest_key, 0, footer.index)
+                .map_err(|m| Error::corruption(&path, footer_at, m.0))?;
             let filters = footer.filter.into_iter().collect();
             return Ok(Self::new(storage, path, cache, top, filters, properties, meta_start));
         }
