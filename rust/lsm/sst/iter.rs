@@ -8,7 +8,7 @@ use bytes::{Bytes, BytesMut};
 use super::block::{Block, BlockIter};
 use super::coding::Decoded;
 use super::handle::BlockHandle;
-use super::table::{BlockPos, Table};
+use super::table::{BlockPos, IndexRegion, Table};
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
 use crate::storage::{block_on, io_runtime};
@@ -28,6 +28,8 @@ pub struct TableIterator {
     /// consumed, so that a compaction on a remote store waits for storage far less than once per
     /// span.
     next: Option<NextSpan>,
+    /// Readahead mode: every index partition, read once on first use.
+    index_region: Option<IndexRegion>,
     /// Bytes of block, index partition and buffer this iterator holds, as counted in the cache's
     /// pinned gauge.
     pinned: i64,
@@ -45,6 +47,7 @@ impl TableIterator {
             current: None,
             buffer: None,
             next: None,
+            index_region: None,
             pinned: 0,
             charged: 0,
         }
@@ -52,8 +55,19 @@ impl TableIterator {
 
     /// Positions at the first entry of the table.
     pub fn seek_to_first(&mut self) -> Result<()> {
-        let r = block_on(self.table.first_block()).and_then(|at| self.position(at, None));
+        let r = self
+            .load_index_region()
+            .and_then(|()| block_on(self.table.first_block(self.index_region.as_ref())))
+            .and_then(|at| self.position(at, None));
         self.invalidate_on_error(r)
+    }
+
+    /// In readahead mode (a compaction's whole-file pass), reads all index partitions at once.
+    fn load_index_region(&mut self) -> Result<()> {
+        if self.readahead > 0 && self.index_region.is_none() {
+            self.index_region = Some(block_on(self.table.read_index_region())?);
+        }
+        Ok(())
     }
 
     fn invalidate_on_error(&mut self, r: Result<()>) -> Result<()> {
@@ -84,7 +98,7 @@ impl TableIterator {
                 break;
             }
             let Some(at) = self.at.clone() else { break };
-            let next = block_on(self.table.next_block(at))?;
+            let next = block_on(self.table.next_block(at, self.index_region.as_ref()))?;
             self.load(next)?;
             if let Some(it) = &mut self.current {
                 let r = it.seek_to_first();
@@ -113,7 +127,8 @@ impl TableIterator {
             self.read_ahead(handle)?
         };
         let buffered = self.buffer.as_ref().map_or(0, |(_, buf)| buf.len())
-            + self.next.as_ref().map_or(0, |next| next.len as usize);
+            + self.next.as_ref().map_or(0, |next| next.len as usize)
+            + self.index_region.as_ref().map_or(0, IndexRegion::len);
         self.set_pinned(block.memory_size() + at.index.memory_size() + buffered);
         self.charge(buffered as u64);
         self.current = Some(BlockIter::new(block));
@@ -264,7 +279,11 @@ impl InternalIterator for TableIterator {
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
         // (user_key, MAX_SEQ) is the smallest internal key with this user key.
-        let r = block_on(self.table.seek_block(user_key, MAX_SEQ))
+        let r = self
+            .load_index_region()
+            .and_then(|()| {
+                block_on(self.table.seek_block(user_key, MAX_SEQ, self.index_region.as_ref()))
+            })
             .and_then(|at| self.position(at, Some((user_key, MAX_SEQ))));
         self.invalidate_on_error(r)
     }

@@ -62,6 +62,22 @@ impl BlockPos {
     }
 }
 
+/// Every index partition of a table, read in one request (`Table::read_index_region`): a
+/// compaction walks them all, so on a remote store one request per file replaces one per
+/// partition (about 60 per 32 MiB file, each a round trip the compaction waits for), and the
+/// walk leaves the block cache to the reads.
+pub(crate) struct IndexRegion {
+    /// File offset of `bytes[0]`.
+    start: u64,
+    bytes: Bytes,
+}
+
+impl IndexRegion {
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 impl Table {
     /// Opens the table written with `size` bytes (as recorded in the manifest).
     pub async fn open(
@@ -256,7 +272,7 @@ impl Table {
         mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> Result<bool> {
         let block = index.find(user_key, snapshot);
-        let mut pos = self.settle(BlockPos { partition: p, index, block }).await?;
+        let mut pos = self.settle(BlockPos { partition: p, index, block }, None).await?;
         let mut first = true;
         // Versions of one key may continue into the following blocks (long merge chains).
         while let Some(at) = pos {
@@ -278,7 +294,7 @@ impl Table {
                 }
                 it.next().map_err(|m| self.corruption(handle, m))?;
             }
-            pos = self.next_block(at).await?;
+            pos = self.next_block(at, None).await?;
         }
         Ok(false)
     }
@@ -287,13 +303,21 @@ impl Table {
         TableIterator::new(Arc::clone(self), readahead)
     }
 
-    /// The first block whose last key is >= (user_key, seq), if any.
-    pub(crate) async fn seek_block(&self, user_key: &[u8], seq: SeqNo) -> Result<Option<BlockPos>> {
+    /// The first block whose last key is >= (user_key, seq), if any. Index partitions come
+    /// from `region` if given, else through the cache (so for the other navigation methods).
+    pub(crate) async fn seek_block(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        region: Option<&IndexRegion>,
+    ) -> Result<Option<BlockPos>> {
         let p = self.top.find(user_key, seq);
         if p >= self.top.len() {
             return Ok(None);
         }
-        self.position(p, user_key, seq).await
+        let index = self.partition_from(p, region).await?;
+        let block = index.find(user_key, seq);
+        self.settle(BlockPos { partition: p, index, block }, region).await
     }
 
     /// The data blocks a scan of [start, end) reads first and the cache lacks: the block holding
@@ -365,35 +389,66 @@ impl Table {
         Ok(())
     }
 
-    /// The first block of partition `p` or after whose last key is >= (user_key, seq).
-    async fn position(&self, p: usize, user_key: &[u8], seq: SeqNo) -> Result<Option<BlockPos>> {
-        let index = self.index_partition(p).await?;
-        let block = index.find(user_key, seq);
-        self.settle(BlockPos { partition: p, index, block }).await
-    }
-
     /// The block after `at`, crossing into the next partitions.
-    pub(crate) async fn next_block(&self, at: BlockPos) -> Result<Option<BlockPos>> {
-        self.settle(BlockPos { block: at.block + 1, ..at }).await
+    pub(crate) async fn next_block(
+        &self,
+        at: BlockPos,
+        region: Option<&IndexRegion>,
+    ) -> Result<Option<BlockPos>> {
+        self.settle(BlockPos { block: at.block + 1, ..at }, region).await
     }
 
     /// The block at `at`, or the first block of the following partitions if `at` is past the
     /// end of its partition.
-    async fn settle(&self, mut at: BlockPos) -> Result<Option<BlockPos>> {
+    async fn settle(
+        &self,
+        mut at: BlockPos,
+        region: Option<&IndexRegion>,
+    ) -> Result<Option<BlockPos>> {
         while at.block >= at.index.len() {
             let partition = at.partition + 1;
             if partition >= self.top.len() {
                 return Ok(None);
             }
-            at = BlockPos { partition, index: self.index_partition(partition).await?, block: 0 };
+            let index = self.partition_from(partition, region).await?;
+            at = BlockPos { partition, index, block: 0 };
         }
         Ok(Some(at))
     }
 
     /// The first block of the table.
-    pub(crate) async fn first_block(&self) -> Result<Option<BlockPos>> {
-        let index = self.index_partition(0).await?;
-        self.settle(BlockPos { partition: 0, index, block: 0 }).await
+    pub(crate) async fn first_block(
+        &self,
+        region: Option<&IndexRegion>,
+    ) -> Result<Option<BlockPos>> {
+        let index = self.partition_from(0, region).await?;
+        self.settle(BlockPos { partition: 0, index, block: 0 }, region).await
+    }
+
+    /// Reads every index partition in one request (from the first partition to the end of the
+    /// last; the filters between them come along, about a fifth of the bytes).
+    pub(crate) async fn read_index_region(&self) -> Result<IndexRegion> {
+        let first = self.top.handle(0);
+        let last = self.top.handle(self.top.len() - 1);
+        let range = first.offset..last.offset + last.size;
+        Ok(IndexRegion { start: range.start, bytes: self.read(range).await? })
+    }
+
+    /// Index partition `p`, decoded from `region` when it holds it, else through the cache.
+    async fn partition_from(&self, p: usize, region: Option<&IndexRegion>) -> Result<Arc<Index>> {
+        let handle = self.top.handle(p);
+        let within = region.and_then(|r| {
+            let from = usize::try_from(handle.offset.checked_sub(r.start)?).ok()?;
+            r.bytes.get(from..from.checked_add(handle.size as usize)?).map(|_| (r, from))
+        });
+        let Some((region, from)) = within else {
+            return self.index_partition(p).await;
+        };
+        let stored = region.bytes.slice(from..from + handle.size as usize);
+        read_block(&stored)
+            .and_then(|raw| decode_index_partition(&raw, self.data_end))
+            .map(Arc::new)
+            .map_err(|m| self.corruption(handle, m))
     }
 
     /// Every data block's handle, in file order (loads every index partition).
@@ -428,11 +483,7 @@ impl Table {
         let handle = self.top.handle(p);
         let data_end = self.data_end;
         let loaded = self.cached(handle, |raw| {
-            let index = Index::decode(&raw, data_end)?;
-            if index.len() == 0 {
-                return Err(Malformed::new("index partition has no data blocks"));
-            }
-            Ok(CachedBlock::Index(Arc::new(index)))
+            Ok(CachedBlock::Index(Arc::new(decode_index_partition(&raw, data_end)?)))
         });
         match loaded.await? {
             CachedBlock::Index(index) => Ok(index),
@@ -487,6 +538,14 @@ impl Table {
             .map(Arc::new)
             .map_err(|m| self.corruption(handle, m))
     }
+}
+
+fn decode_index_partition(raw: &[u8], data_end: u64) -> Decoded<Index> {
+    let index = Index::decode(raw, data_end)?;
+    if index.len() == 0 {
+        return Err(Malformed::new("index partition has no data blocks"));
+    }
+    Ok(index)
 }
 
 fn decode_data_block(raw: Bytes) -> Decoded<CachedBlock> {
