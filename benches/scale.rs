@@ -19,7 +19,7 @@
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
 //! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs" (also:
 //! ours-dynamic, rocksdb-dynamic), SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800,
-//! SCALE_COMPACTION_THREADS=1: ours' `max_background_compactions`).
+//! SCALE_COMPACTION_THREADS: ours' `max_background_compactions`, default 1, 2 for ours-dfs).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -141,16 +141,23 @@ const DFS_LATENCY: Duration = Duration::from_micros(1500);
 fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
     let url = format!("file://{}", dir.display());
     let mut storage = open_storage(&url, &StorageOptions::default()).unwrap();
-    if dfs {
-        storage =
-            Arc::new(LatencyStorage::new(storage, Latency::per_call(DFS_LATENCY))) as StorageRef;
+    let latency_store =
+        dfs.then(|| Arc::new(LatencyStorage::new(storage.clone(), Latency::per_call(DFS_LATENCY))));
+    if let Some(store) = &latency_store {
+        storage = store.clone() as StorageRef;
     }
+    // On the latency store, what the Flink backend sets for a DB on a remote file system
+    // (`ForStStateBackend.nativeOptions`): Flink's 64 MB files and two compaction threads.
+    let (target_file_bytes, compactions) =
+        if dfs { (64 << 20, 2) } else { (DbOptions::default().target_file_bytes, 1) };
     let options = DbOptions {
         block_cache_bytes: BLOCK_CACHE,
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
         dynamic_level_sizes: dynamic,
-        max_background_compactions: env_u64("SCALE_COMPACTION_THREADS", 1).max(1) as usize,
+        max_background_compactions: env_u64("SCALE_COMPACTION_THREADS", compactions).max(1)
+            as usize,
+        target_file_bytes,
         ..DbOptions::default()
     };
     let db = Db::open_with_storage(storage, options).unwrap();
@@ -169,6 +176,21 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
     db.compact_until_settled().unwrap();
     let load = per_s(keys, start);
     let stats = db.stats();
+    if let Some(store) = &latency_store {
+        // What the load asked of the latency store (stderr: not part of the table).
+        let s = store.stats();
+        eprintln!(
+            "ours-dfs load: {} requests ({} reads of {} MiB, {} writes of {} MiB), {} round \
+             trips, {:.0} s of injected latency",
+            s.calls,
+            s.reads,
+            s.bytes_read >> 20,
+            s.writes,
+            s.bytes_written >> 20,
+            s.round_trips,
+            s.delayed.as_secs_f64()
+        );
+    }
 
     let probes = read_keys(keys, reads, 7);
     let start = Instant::now();

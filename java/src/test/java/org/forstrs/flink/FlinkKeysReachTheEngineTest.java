@@ -131,7 +131,7 @@ class FlinkKeysReachTheEngineTest {
     }
 
     @Test
-    void aRemoteDbWritesFlinksLargerFilesUnlessConfigured(@TempDir Path dir) {
+    void aRemoteDbWritesFlinksLargerFilesWithMoreCompactionsUnlessConfigured(@TempDir Path dir) {
         Map<String, String> remote =
                 inEffect(
                         dir.resolve("a"),
@@ -141,14 +141,23 @@ class FlinkKeysReachTheEngineTest {
                 .containsEntry(
                         "target-file-bytes",
                         Long.toString(ForStStateBackend.REMOTE_TARGET_FILE_BYTES))
+                .containsEntry(
+                        "max-background-compactions",
+                        Integer.toString(ForStStateBackend.REMOTE_COMPACTIONS))
                 .containsEntry("l1-target-bytes", Long.toString(256L << 20));
         Map<String, String> configured =
                 inEffect(
                         dir.resolve("b"),
-                        backend(Map.of(P + "compaction.level.target-file-size-base", "2mb"))
+                        backend(
+                                        Map.of(
+                                                P + "compaction.level.target-file-size-base",
+                                                "2mb",
+                                                P + "thread.num",
+                                                "2"))
                                 .nativeOptions(new long[] {0, 0}, dir.toFile(), "s3://b/db"));
         assertThat(configured)
-                .containsEntry("target-file-bytes", Long.toString(2L << 20));
+                .containsEntry("target-file-bytes", Long.toString(2L << 20))
+                .containsEntry("max-background-compactions", "1");
         Map<String, String> defaults = inEffect(dir.resolve("c"), new String[0]);
         Map<String, String> local =
                 inEffect(
