@@ -140,12 +140,10 @@ const DFS_LATENCY: Duration = Duration::from_micros(1500);
 
 fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
     let url = format!("file://{}", dir.display());
-    let mut storage = open_storage(&url, &StorageOptions::default()).unwrap();
+    let local = open_storage(&url, &StorageOptions::default()).unwrap();
     let latency_store =
-        dfs.then(|| Arc::new(LatencyStorage::new(storage.clone(), Latency::per_call(DFS_LATENCY))));
-    if let Some(store) = &latency_store {
-        storage = store.clone() as StorageRef;
-    }
+        dfs.then(|| Arc::new(LatencyStorage::new(local.clone(), Latency::per_call(DFS_LATENCY))));
+    let storage = latency_store.clone().map_or(local, |store| store as StorageRef);
     // On the latency store, what the Flink backend sets for a DB on a remote file system
     // (`ForStStateBackend.nativeOptions`): Flink's 64 MB files and two compaction threads.
     let (target_file_bytes, compactions) =

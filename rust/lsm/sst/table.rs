@@ -76,6 +76,13 @@ impl IndexRegion {
     pub(crate) fn len(&self) -> usize {
         self.bytes.len()
     }
+
+    /// The stored block `handle`, if the region holds it.
+    fn block(&self, handle: BlockHandle) -> Option<Bytes> {
+        let from = usize::try_from(handle.offset.checked_sub(self.start)?).ok()?;
+        let to = from.checked_add(usize::try_from(handle.size).ok()?)?;
+        (to <= self.bytes.len()).then(|| self.bytes.slice(from..to))
+    }
 }
 
 impl Table {
@@ -438,14 +445,9 @@ impl Table {
     /// Index partition `p`, decoded from `region` when it holds it, else through the cache.
     async fn partition_from(&self, p: usize, region: Option<&IndexRegion>) -> Result<Arc<Index>> {
         let handle = self.top.handle(p);
-        let within = region.and_then(|r| {
-            let from = usize::try_from(handle.offset.checked_sub(r.start)?).ok()?;
-            r.bytes.get(from..from.checked_add(handle.size as usize)?).map(|_| (r, from))
-        });
-        let Some((region, from)) = within else {
+        let Some(stored) = region.and_then(|r| r.block(handle)) else {
             return self.index_partition(p).await;
         };
-        let stored = region.bytes.slice(from..from + handle.size as usize);
         read_block(&stored)
             .and_then(|raw| decode_index_partition(&raw, self.data_end))
             .map(Arc::new)
