@@ -138,7 +138,7 @@ fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
         };
         let db = Db::open_with_storage(storage, options).unwrap();
         let cf = db.create_cf("s").unwrap();
-        for i in 0..8_000u32 {
+        for i in 0..20_000u32 {
             db.put(&cf, format!("key{i:06}").as_bytes(), &[7; 100]).unwrap();
         }
         let memtables = db.stats().memtable_bytes;

@@ -1,34 +1,29 @@
-//! The memtable: a lock-free skiplist of internal keys (crossbeam-skiplist), plus the range
-//! tombstones written since the last freeze (fragmented, see `memtable_tombstones`). A frozen
-//! memtable is never written again.
+//! The memtable: an arena skiplist of internal keys with their values inline
+//! (`memtable_skiplist`), plus the range tombstones written since the last freeze (fragmented,
+//! see `memtable_tombstones`). A frozen memtable is never written again.
 
-use std::collections::VecDeque;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
 
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
-use crate::lsm::key::{InternalKey, MAX_SEQ, SeqNo, ValueKind};
+use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, unpack_trailer};
+use crate::lsm::memtable_skiplist::{Cursor, SkipList};
 use crate::lsm::memtable_tombstones::MemTombstones;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::version::Version;
 
-/// Heap of one skiplist node beyond its key and value bytes: the node with its inline key head
-/// and `Bytes` handles (about 112 B), its tower (1.3 links on average) and the allocator's
-/// rounding. `tests/memtable_memory.rs` measures it (about 137 B without the rounding).
-const ENTRY_OVERHEAD: u64 = 160;
-/// Heap of one written batch beyond its keys and values: the shared buffer's header, which its
-/// entries all point to.
-const BATCH_OVERHEAD: u64 = 32;
+/// Heap of one range delete beyond its bounds' bytes: its fragment in the tree map with the
+/// map's node and the allocator's rounding.
+const TOMBSTONE_OVERHEAD: u64 = 160;
 
 #[derive(Default)]
 pub struct MemTable {
-    map: SkipMap<InternalKey, Bytes>,
-    approximate_bytes: AtomicU64,
+    list: Arc<SkipList>,
+    /// What the range deletes take (the skiplist counts its own arena).
+    tombstone_bytes: AtomicU64,
     tombstones: RwLock<MemTombstones>,
     /// Lets reads of a memtable without range deletes (the common case) skip the lock.
     has_tombstones: AtomicBool,
@@ -44,15 +39,10 @@ impl MemTable {
         Self::default()
     }
 
-    pub fn insert(&self, key: Bytes, seq: SeqNo, kind: ValueKind, value: Bytes) {
-        let bytes = key.len() as u64 + value.len() as u64 + ENTRY_OVERHEAD;
-        self.map.insert(InternalKey::new(key, seq, kind), value);
-        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Charges the buffer of one batch, whose keys and values `insert` charged already.
-    pub fn charge_batch(&self) {
-        self.approximate_bytes.fetch_add(BATCH_OVERHEAD, Ordering::Relaxed);
+    /// Adds a version, copying its bytes. Only one writer at a time gets through (the skiplist
+    /// has a lock for it); the DB's write lock already orders them.
+    pub fn insert(&self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.list.insert(key, pack_trailer(seq, kind), value);
     }
 
     /// Records the version that made this memtable's data durable.
@@ -69,8 +59,8 @@ impl MemTable {
         let bounds = (tombstone.start.len() + tombstone.end.len()) as u64;
         let fragments = self.tombstones.write().unwrap().add(tombstone) as u64;
         // Each touched fragment may have gained a copy of a bound and a sequence number.
-        let bytes = bounds + ENTRY_OVERHEAD + fragments * 16;
-        self.approximate_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let bytes = bounds + TOMBSTONE_OVERHEAD + fragments * 16;
+        self.tombstone_bytes.fetch_add(bytes, Ordering::Relaxed);
         if fragments > 0 {
             self.has_tombstones.store(true, Ordering::Release);
         }
@@ -106,17 +96,18 @@ impl MemTable {
         })
     }
 
+    /// Heap the memtable holds: the skiplist's arena and the range deletes.
     pub fn approximate_bytes(&self) -> u64 {
-        self.approximate_bytes.load(Ordering::Relaxed)
+        self.list.allocated_bytes() + self.tombstone_bytes.load(Ordering::Relaxed)
     }
 
     /// Entries (versions of keys), range deletes not counted.
     pub fn entries(&self) -> u64 {
-        self.map.len() as u64
+        self.list.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty() && !self.has_tombstones.load(Ordering::Acquire)
+        self.list.is_empty() && !self.has_tombstones.load(Ordering::Acquire)
     }
 
     /// Feeds `visit` the versions of `key` visible at `snapshot`, newest first, up to and
@@ -128,17 +119,13 @@ impl MemTable {
         snapshot: SeqNo,
         mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> bool {
-        // A settled database reads with empty memtables: skip building the search key.
-        if self.map.is_empty() {
-            return false;
-        }
-        let start = InternalKey::new(Bytes::copy_from_slice(key), snapshot, ValueKind::Merge);
-        for entry in self.map.range(start..) {
-            if entry.key().user_key.as_ref() != key {
+        // The newest version a reader at `snapshot` may see sorts first from here.
+        for entry in self.list.range_from(key, pack_trailer(snapshot, ValueKind::Merge)) {
+            if entry.key() != key {
                 break;
             }
-            let kind = entry.key().kind;
-            if visit(entry.key().seq, kind, entry.value().clone()) {
+            let (seq, kind) = unpack(entry.trailer());
+            if visit(seq, kind, Bytes::copy_from_slice(entry.value())) {
                 return true;
             }
             if kind != ValueKind::Merge {
@@ -148,85 +135,66 @@ impl MemTable {
         false
     }
 
-    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator {
-            table: self.clone(),
-            ahead: VecDeque::new(),
-            chunk: FIRST_CHUNK,
-            exhausted: true,
-        }
+    pub fn iter(&self) -> MemTableIterator {
+        MemTableIterator { cursor: Cursor::new(self.list.clone()), seq: 0, kind: ValueKind::Put }
     }
 }
 
-/// Entries a seek reads ahead: a prefix check or a short scan needs a few.
-const FIRST_CHUNK: usize = 4;
-/// Most entries read ahead at once; chunks double up to this on a long scan.
-const MAX_CHUNK: usize = 64;
+fn unpack(trailer: u64) -> (SeqNo, ValueKind) {
+    unpack_trailer(trailer).expect("the memtable stores only valid trailers")
+}
 
-/// Walks a memtable in internal order. It owns an `Arc<MemTable>` and so cannot hold a cursor
-/// borrowed from the skiplist; instead it copies the entries ahead of its position in chunks
-/// (each entry a reference count, not a copy of its bytes), so that a scan costs one skiplist
-/// search per chunk rather than one per step.
+/// Walks a memtable in internal order. It keeps the skiplist alive and sees entries written
+/// after it was positioned once it reaches them.
 pub struct MemTableIterator {
-    table: Arc<MemTable>,
-    /// The current entry first, then the ones after it.
-    ahead: VecDeque<(InternalKey, Bytes)>,
-    chunk: usize,
-    /// Nothing lies beyond the last entry of `ahead`.
-    exhausted: bool,
+    cursor: Cursor,
+    /// The current entry's, unpacked when the cursor moves.
+    seq: SeqNo,
+    kind: ValueKind,
 }
 
 impl MemTableIterator {
-    /// Reads the next chunk from `bound` on into `ahead`.
-    fn read_ahead(&mut self, bound: Bound<&InternalKey>) {
-        let entries = self.table.map.range((bound, Bound::Unbounded)).take(self.chunk);
-        let before = self.ahead.len();
-        self.ahead.extend(entries.map(|e| (e.key().clone(), e.value().clone())));
-        self.exhausted = self.ahead.len() - before < self.chunk;
+    fn settle(&mut self) {
+        if let Some(entry) = self.cursor.entry() {
+            (self.seq, self.kind) = unpack(entry.trailer());
+        }
     }
 
-    fn current(&self) -> &(InternalKey, Bytes) {
-        self.ahead.front().expect("iterator not valid")
+    fn current(&self) -> crate::lsm::memtable_skiplist::Entry<'_> {
+        self.cursor.entry().expect("iterator not valid")
     }
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        !self.ahead.is_empty()
+        self.cursor.valid()
     }
 
     fn key(&self) -> &[u8] {
-        &self.current().0.user_key
+        self.current().key()
     }
 
     fn seq(&self) -> SeqNo {
-        self.current().0.seq
+        self.seq
     }
 
     fn kind(&self) -> ValueKind {
-        self.current().0.kind
+        self.kind
     }
 
     fn value(&self) -> &[u8] {
-        &self.current().1
+        self.current().value()
     }
 
     fn next(&mut self) -> Result<()> {
-        let Some(left) = self.ahead.pop_front() else {
-            return Ok(());
-        };
-        if self.ahead.is_empty() && !self.exhausted {
-            self.chunk = (self.chunk * 2).min(MAX_CHUNK);
-            self.read_ahead(Bound::Excluded(&left.0));
-        }
+        self.cursor.next();
+        self.settle();
         Ok(())
     }
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
-        let target = InternalKey::new(Bytes::copy_from_slice(user_key), MAX_SEQ, ValueKind::Merge);
-        self.ahead.clear();
-        self.chunk = FIRST_CHUNK;
-        self.read_ahead(Bound::Included(&target));
+        self.cursor.seek(user_key, u64::MAX);
+        self.settle();
         Ok(())
     }
 }
@@ -245,7 +213,7 @@ mod tests {
     }
 
     #[test]
-    fn the_iterator_reads_ahead_across_chunks_in_internal_order() {
+    fn the_iterator_walks_every_version_in_internal_order() {
         let table = Arc::new(MemTable::new());
         let mut expected = Vec::new();
         for i in 0..1000u32 {
@@ -253,12 +221,7 @@ mod tests {
             // Three versions of every seventh key: newest first in internal order.
             let versions: &[SeqNo] = if i % 7 == 0 { &[30, 20, 10] } else { &[5] };
             for &seq in versions {
-                table.insert(
-                    Bytes::from(key.clone()),
-                    seq + u64::from(i) * 100,
-                    ValueKind::Put,
-                    Bytes::new(),
-                );
+                table.insert(&key, seq + u64::from(i) * 100, ValueKind::Put, &[]);
                 expected.push((key.clone(), seq + u64::from(i) * 100));
             }
         }
@@ -276,14 +239,14 @@ mod tests {
     }
 
     #[test]
-    fn the_iterator_sees_entries_written_past_its_read_ahead() {
+    fn the_iterator_sees_entries_written_after_its_seek() {
         let table = Arc::new(MemTable::new());
         for i in 0..10u8 {
-            table.insert(Bytes::from(vec![b'a', i]), 1, ValueKind::Put, Bytes::new());
+            table.insert(&[b'a', i], 1, ValueKind::Put, &[]);
         }
         let mut it = table.iter();
         it.seek(b"a").unwrap();
-        table.insert(Bytes::from_static(b"b"), 2, ValueKind::Put, Bytes::new());
+        table.insert(b"b", 2, ValueKind::Put, &[]);
         let keys: Vec<_> = walk(&mut it).into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys.len(), 11);
         assert_eq!(keys.last().unwrap(), b"b");

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use bytes::Bytes;
-
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::key::MAX_SEQ;
 use crate::lsm::memtable::MemTable;
@@ -33,8 +31,6 @@ impl DbInner {
                 "entry of {len} bytes exceeds the limit of {MAX_ENTRY_BYTES} bytes for key + value"
             )));
         }
-        // One allocation for all the batch's keys and values, made before the lock.
-        let data = Bytes::copy_from_slice(&batch.data);
         // Wait for room without the write lock: a stalled writer must not hold up a checkpoint's
         // synchronous phase (or other writers' checks) for as long as a flush takes.
         let _writer = loop {
@@ -58,7 +54,7 @@ impl DbInner {
             seq += 1;
             match op {
                 BatchOp::Write { kind, key, value } => {
-                    mem.insert(data.slice(key.clone()), seq, *kind, data.slice(value.clone()))
+                    mem.insert(&batch.data[key.clone()], seq, *kind, &batch.data[value.clone()])
                 }
                 BatchOp::DeleteRange { start, end } => mem.add_tombstone(RangeTombstone {
                     start: start.clone(),
@@ -67,7 +63,6 @@ impl DbInner {
                 }),
             }
         }
-        mem.charge_batch();
         // Publish only after the whole batch is in the memtable.
         self.visible_seq.store(seq, Ordering::Release);
         self.counters.written(batch.ops.iter().map(|op| op.entry_bytes() as u64).sum());
