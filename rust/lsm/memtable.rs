@@ -10,6 +10,7 @@ use bytes::Bytes;
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, unpack_trailer};
+use crate::lsm::memtable_filter::KeyFilter;
 use crate::lsm::memtable_skiplist::{Cursor, SkipList};
 use crate::lsm::memtable_tombstones::MemTombstones;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
@@ -19,9 +20,15 @@ use crate::lsm::version::Version;
 /// map's node and the allocator's rounding.
 const TOMBSTONE_OVERHEAD: u64 = 160;
 
-#[derive(Default)]
+/// Filter bits per byte of memtable: 1 in 8, about 10 bits per key for entries of 80 bytes
+/// (Flink's small values) and more for larger ones; 1/64 of the memtable's memory.
+const FILTER_BYTES_PER_BIT: u64 = 8;
+
 pub struct MemTable {
     list: Arc<SkipList>,
+    /// Made by the first insert, so that an empty memtable holds nothing.
+    filter: OnceLock<KeyFilter>,
+    capacity_bytes: u64,
     /// What the range deletes take (the skiplist counts its own arena).
     tombstone_bytes: AtomicU64,
     tombstones: RwLock<MemTombstones>,
@@ -35,13 +42,27 @@ pub struct MemTable {
 }
 
 impl MemTable {
-    pub fn new() -> Self {
-        Self::default()
+    /// A memtable that freezes at about `capacity_bytes` (sizes its key filter).
+    pub fn new(capacity_bytes: u64) -> Self {
+        MemTable {
+            list: Arc::default(),
+            filter: OnceLock::new(),
+            capacity_bytes,
+            tombstone_bytes: AtomicU64::default(),
+            tombstones: RwLock::default(),
+            has_tombstones: AtomicBool::default(),
+            frozen_tombstones: OnceLock::new(),
+            flushed_into: OnceLock::new(),
+        }
     }
 
     /// Adds a version, copying its bytes. Only one writer at a time gets through (the skiplist
     /// has a lock for it); the DB's write lock already orders them.
     pub fn insert(&self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        let filter = self
+            .filter
+            .get_or_init(|| KeyFilter::with_bits(self.capacity_bytes / FILTER_BYTES_PER_BIT));
+        filter.add(key);
         self.list.insert(key, pack_trailer(seq, kind), value);
     }
 
@@ -96,9 +117,11 @@ impl MemTable {
         })
     }
 
-    /// Heap the memtable holds: the skiplist's arena and the range deletes.
+    /// Heap the memtable holds: the skiplist's arena, the key filter and the range deletes.
     pub fn approximate_bytes(&self) -> u64 {
-        self.list.allocated_bytes() + self.tombstone_bytes.load(Ordering::Relaxed)
+        self.list.allocated_bytes()
+            + self.filter.get().map_or(0, KeyFilter::memory_bytes)
+            + self.tombstone_bytes.load(Ordering::Relaxed)
     }
 
     /// Entries (versions of keys), range deletes not counted.
@@ -119,6 +142,10 @@ impl MemTable {
         snapshot: SeqNo,
         mut visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> bool {
+        // No filter yet: nothing was inserted before the reader's snapshot.
+        if !self.filter.get().is_some_and(|filter| filter.may_contain(key)) {
+            return false;
+        }
         // The newest version a reader at `snapshot` may see sorts first from here.
         for entry in self.list.range_from(key, pack_trailer(snapshot, ValueKind::Merge)) {
             if entry.key() != key {
@@ -214,7 +241,7 @@ mod tests {
 
     #[test]
     fn the_iterator_walks_every_version_in_internal_order() {
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(1 << 20));
         let mut expected = Vec::new();
         for i in 0..1000u32 {
             let key = format!("k{i:05}").into_bytes();
@@ -240,7 +267,7 @@ mod tests {
 
     #[test]
     fn the_iterator_sees_entries_written_after_its_seek() {
-        let table = Arc::new(MemTable::new());
+        let table = Arc::new(MemTable::new(1 << 20));
         for i in 0..10u8 {
             table.insert(&[b'a', i], 1, ValueKind::Put, &[]);
         }

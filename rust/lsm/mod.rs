@@ -24,6 +24,7 @@ pub mod iterator;
 pub mod iterators;
 pub mod key;
 pub mod memtable;
+mod memtable_filter;
 mod memtable_skiplist;
 mod memtable_tombstones;
 pub mod merge;

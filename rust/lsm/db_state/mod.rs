@@ -139,7 +139,7 @@ impl DbInner {
             visible_seq: AtomicU64::new(data.last_seq),
             frozen_total: AtomicU64::new(0),
             super_version: RwLock::new(Arc::new(SuperVersion {
-                mem: Arc::new(MemTable::new()),
+                mem: Arc::new(MemTable::new(options.memtable_bytes)),
                 frozen: Vec::new(),
                 version: Arc::new(version),
             })),

@@ -91,7 +91,7 @@ impl DbInner {
         let mut frozen = vec![sv.mem.clone()];
         frozen.extend(sv.frozen.iter().cloned());
         *sv = Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new()),
+            mem: Arc::new(MemTable::new(self.options.memtable_bytes)),
             frozen,
             version: sv.version.clone(),
         });
