@@ -4,8 +4,6 @@
 
 use std::cmp::Ordering;
 
-use bytes::Bytes;
-
 pub type SeqNo = u64;
 
 /// Largest sequence number; sequence numbers use 56 bits so `seq << 8 | kind` fits a u64.
@@ -44,24 +42,6 @@ pub fn compare_internal(a_key: &[u8], a_seq: SeqNo, b_key: &[u8], b_seq: SeqNo) 
     a_key.cmp(b_key).then_with(|| b_seq.cmp(&a_seq))
 }
 
-/// An owned internal key, ordered user key ascending, then sequence descending.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InternalKey {
-    pub user_key: Bytes,
-    pub seq: SeqNo,
-    pub kind: ValueKind,
-    /// `head_of(user_key)`, kept inline: the memtable's skiplist compares keys at every node it
-    /// passes, and most comparisons end here, without a cache miss on the key's heap bytes.
-    head: u128,
-}
-
-impl InternalKey {
-    pub fn new(user_key: impl Into<Bytes>, seq: SeqNo, kind: ValueKind) -> Self {
-        let user_key = user_key.into();
-        InternalKey { head: head_of(&user_key), user_key, seq, kind }
-    }
-}
-
 /// The key's first 16 bytes, zero-padded, as a big-endian number. Unequal heads order two keys
 /// as their bytes do (a zero pad sorts like the end of a key, before any byte but 0, and a tie
 /// between those two falls through to the full comparison).
@@ -70,21 +50,6 @@ pub(crate) fn head_of(key: &[u8]) -> u128 {
     let n = key.len().min(16);
     head[..n].copy_from_slice(&key[..n]);
     u128::from_be_bytes(head)
-}
-
-impl Ord for InternalKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.head
-            .cmp(&other.head)
-            .then_with(|| compare_internal(&self.user_key, self.seq, &other.user_key, other.seq))
-            .then_with(|| other.kind.cmp(&self.kind))
-    }
-}
-
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 #[cfg(test)]
@@ -96,7 +61,7 @@ mod tests {
     /// Short keys over a small alphabet with zeros, so that heads tie, pads meet zero bytes and
     /// keys are prefixes of one another: the head must never reorder what the bytes order.
     #[test]
-    fn the_inline_head_orders_as_the_bytes_do() {
+    fn unequal_heads_order_as_the_bytes_do() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let mut random_key = || -> Vec<u8> {
             let len = rng.random_range(0..24);
@@ -104,11 +69,10 @@ mod tests {
         };
         for _ in 0..200_000 {
             let (a, b) = (random_key(), random_key());
-            let (ka, kb) = (
-                InternalKey::new(a.clone(), 5, ValueKind::Put),
-                InternalKey::new(b.clone(), 5, ValueKind::Put),
-            );
-            assert_eq!(ka.cmp(&kb), a.cmp(&b), "{a:?} vs {b:?}");
+            let (ha, hb) = (head_of(&a), head_of(&b));
+            if ha != hb {
+                assert_eq!(ha.cmp(&hb), a.cmp(&b), "{a:?} vs {b:?}");
+            }
         }
     }
 }
