@@ -3,11 +3,11 @@
 //! locks.
 //!
 //! Why ours and not a general concurrent map: a node here holds its key and value inline after a
-//! 24-byte header and its links (1.33 on average), about 40 bytes per entry beyond key and value,
-//! where a crossbeam-skiplist node with `Bytes` handles took about 160. Memtables of the same
-//! memory then hold several times the entries, so flushes write fewer, larger files. Nothing is
-//! ever removed, so readers need no epochs or reference counts, and the whole list is freed as a
-//! few chunks when its last owner (a memtable, an iterator) drops it.
+//! 24-byte header and its links (1.33 on average), about 46 bytes per entry beyond key and value
+//! with padding, where a crossbeam-skiplist node with `Bytes` handles took about 160. Memtables
+//! of the same memory then hold several times the entries, so flushes write fewer, larger files.
+//! Nothing is ever removed, so readers need no epochs or reference counts, and the whole list is
+//! freed as a few chunks when its last owner (a memtable, an iterator) drops it.
 //!
 //! Order: user key ascending, then trailer (`seq << 8 | kind`) descending, newest version first.
 
@@ -230,20 +230,7 @@ impl SkipList {
         let top = self.height.load(Ordering::Relaxed);
         // The last node before the new one at each level (the head above `top`).
         let mut before = [self.head(); MAX_HEIGHT];
-        let mut at = self.head();
-        for level in (0..top).rev() {
-            // SAFETY: `at` and its successors are nodes of this list.
-            unsafe {
-                loop {
-                    let next = link(at, level).load(Ordering::Acquire);
-                    if next.is_null() || compare(next, key, trailer) != Order::Less {
-                        break;
-                    }
-                    at = next;
-                }
-            }
-            before[level] = at;
-        }
+        self.search(key, trailer, &mut before);
         let size = HEADER + height * LINK + key.len() + value.len();
         let memory = writer.arena.alloc(size);
         let node = memory.cast::<Node>();
@@ -286,24 +273,37 @@ impl SkipList {
         self.allocated.load(Ordering::Relaxed)
     }
 
-    /// The first node at or after (`key`, `trailer`), or null.
-    fn seek_node(&self, target_key: &[u8], trailer: u64) -> *const Node {
+    /// Descends to (`key`, `trailer`): fills `before` with the last node before it at each level
+    /// in use, and returns the first node at or after it (null if none).
+    fn search(
+        &self,
+        key: &[u8],
+        trailer: u64,
+        before: &mut [*const Node; MAX_HEIGHT],
+    ) -> *const Node {
         let mut at = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
             // SAFETY: `at` and its successors are nodes of this list.
             let next = unsafe { link(at, level).load(Ordering::Acquire) };
             // SAFETY: as above.
-            if !next.is_null() && unsafe { compare(next, target_key, trailer) } == Order::Less {
+            if !next.is_null() && unsafe { compare(next, key, trailer) } == Order::Less {
                 at = next;
-            } else if level == 0 {
+                continue;
+            }
+            before[level] = at;
+            if level == 0 {
                 // The node just compared, not a second load of the link: a node the writer
                 // linked after `at` meanwhile may sort before the target.
                 return next;
-            } else {
-                level -= 1;
             }
+            level -= 1;
         }
+    }
+
+    /// The first node at or after (`key`, `trailer`), or null.
+    fn seek_node(&self, key: &[u8], trailer: u64) -> *const Node {
+        self.search(key, trailer, &mut [ptr::null(); MAX_HEIGHT])
     }
 
     /// Entries from (`key`, `trailer`) on, in order.
