@@ -11,7 +11,7 @@ use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, unpack_trailer};
 use crate::lsm::memtable_filter::KeyFilter;
-use crate::lsm::memtable_skiplist::{Cursor, SkipList};
+use crate::lsm::memtable_skiplist::{Cursor, Entry, SkipList};
 use crate::lsm::memtable_tombstones::MemTombstones;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::version::Version;
@@ -163,7 +163,7 @@ impl MemTable {
     }
 
     pub fn iter(&self) -> MemTableIterator {
-        MemTableIterator { cursor: Cursor::new(self.list.clone()), seq: 0, kind: ValueKind::Put }
+        MemTableIterator { cursor: Cursor::new(self.list.clone()) }
     }
 }
 
@@ -175,19 +175,10 @@ fn unpack(trailer: u64) -> (SeqNo, ValueKind) {
 /// after it was positioned once it reaches them.
 pub struct MemTableIterator {
     cursor: Cursor,
-    /// The current entry's, unpacked when the cursor moves.
-    seq: SeqNo,
-    kind: ValueKind,
 }
 
 impl MemTableIterator {
-    fn settle(&mut self) {
-        if let Some(entry) = self.cursor.entry() {
-            (self.seq, self.kind) = unpack(entry.trailer());
-        }
-    }
-
-    fn current(&self) -> crate::lsm::memtable_skiplist::Entry<'_> {
+    fn current(&self) -> Entry<'_> {
         self.cursor.entry().expect("iterator not valid")
     }
 }
@@ -202,11 +193,11 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn seq(&self) -> SeqNo {
-        self.seq
+        unpack(self.current().trailer()).0
     }
 
     fn kind(&self) -> ValueKind {
-        self.kind
+        unpack(self.current().trailer()).1
     }
 
     fn value(&self) -> &[u8] {
@@ -215,13 +206,11 @@ impl InternalIterator for MemTableIterator {
 
     fn next(&mut self) -> Result<()> {
         self.cursor.next();
-        self.settle();
         Ok(())
     }
 
     fn seek(&mut self, user_key: &[u8]) -> Result<()> {
         self.cursor.seek(user_key, u64::MAX);
-        self.settle();
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::lsm::sst::hash64;
+use crate::lsm::sst::{fastrange, hash64};
 
 /// One cache line of bits.
 const BLOCK_WORDS: usize = 8;
@@ -33,31 +33,27 @@ impl KeyFilter {
     }
 
     pub(crate) fn add(&self, key: &[u8]) {
-        let (block, mut probes) = self.locate(key);
-        for _ in 0..PROBES {
-            let bit = probes & 511;
-            self.words[block + (bit / 64) as usize].fetch_or(1 << (bit % 64), Ordering::Relaxed);
-            probes >>= 9;
+        for (word, bit) in self.probes(key) {
+            word.fetch_or(bit, Ordering::Relaxed);
         }
     }
 
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
-        let (block, mut probes) = self.locate(key);
-        (0..PROBES).all(|_| {
-            let bit = probes & 511;
-            probes >>= 9;
-            self.words[block + (bit / 64) as usize].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
-        })
+        self.probes(key).all(|(word, bit)| word.load(Ordering::Relaxed) & bit != 0)
     }
 
-    /// The first word of the key's block, and the bits that pick its probes.
-    fn locate(&self, key: &[u8]) -> (usize, u64) {
+    /// The word and bit of each of the key's probes, all in one block: the block from the hash
+    /// (`fastrange`, no division), the probes from 9 bits each of a remix of it, so that they do
+    /// not repeat the block choice.
+    fn probes(&self, key: &[u8]) -> impl Iterator<Item = (&AtomicU64, u64)> {
         let hash = hash64(key);
         let blocks = (self.words.len() / BLOCK_WORDS) as u64;
-        // The block from the hash's high bits (a multiply, no division); the probes from a
-        // remix, so that they do not repeat the block choice.
-        let block = ((u128::from(hash) * u128::from(blocks)) >> 64) as usize;
-        (block * BLOCK_WORDS, hash.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29))
+        let block = &self.words[fastrange(hash, blocks) as usize * BLOCK_WORDS..][..BLOCK_WORDS];
+        let picks = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        (0..PROBES).map(move |i| {
+            let bit = (picks >> (9 * i)) & 511;
+            (&block[(bit / 64) as usize], 1 << (bit % 64))
+        })
     }
 }
 

@@ -43,7 +43,7 @@ pub(crate) fn hash64(data: &[u8]) -> u64 {
 }
 
 /// Maps a uniform u64 onto 0..m without a division.
-fn fastrange(x: u64, m: u64) -> u64 {
+pub(crate) fn fastrange(x: u64, m: u64) -> u64 {
     ((u128::from(x) * u128::from(m)) >> 64) as u64
 }
 

@@ -44,7 +44,7 @@ use bytes::Bytes;
 use crate::lsm::key::SeqNo;
 
 pub(crate) use block::Block;
-pub(crate) use bloom::{Bloom, hash64};
+pub(crate) use bloom::{Bloom, fastrange, hash64};
 pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
 pub(crate) use handle::BlockHandle;
 pub(crate) use index::Index;
