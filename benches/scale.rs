@@ -203,6 +203,16 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
         assert!(db.multi_get(&request).unwrap().iter().all(Option::is_some));
     }
     let multi_get = per_s(reads, start);
+    let after = db.stats();
+    eprintln!(
+        "ours reads: block cache {} hits, {} misses; index and filter partitions {} MiB held \
+         ({} MiB of room the memtables leave), {} MiB loaded",
+        after.block_cache_hits - stats.block_cache_hits,
+        after.block_cache_misses - stats.block_cache_misses,
+        after.block_cache_index_filter_bytes >> 20,
+        after.index_filter_room_bytes >> 20,
+        (after.index_filter_bytes_loaded - stats.index_filter_bytes_loaded) >> 20,
+    );
     let written = stats.flush_bytes_written + stats.compaction_bytes_written;
     // Where the bytes went, for reading a write amplification (stderr: not part of the table).
     eprintln!(

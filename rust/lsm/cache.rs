@@ -4,9 +4,16 @@
 //! tables are open. Open table readers (footer, top-level index, properties) are charged by
 //! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
 //!
-//! Memtables can be charged the same way (`DbOptions::memtables_charged_to_cache`, as RocksDB's
-//! write buffer manager costed to the cache): the cache's capacity is then the whole memory
-//! budget, blocks give way while memtables fill and take the room back once they are flushed.
+//! The memtables' share of the budget is theirs only while they fill. What they leave idle holds
+//! index and filter partitions (`with_index_filter_tier`): a tier of its own that shrinks as
+//! memtables grow and takes the room back once they are flushed, so from about 16M keys, where
+//! the partitions outgrow the block cache, reads still find them in memory, inside the budget.
+//! Data blocks stay in the block cache: they churn, and a large churning cache leaves freed
+//! blocks resident in malloc's arenas (see the README's scale benchmark).
+//!
+//! Memtables can instead be charged to the cache itself (`DbOptions::memtables_charged_to_cache`,
+//! as RocksDB's write buffer manager costed to the cache): the cache's capacity is then the whole
+//! memory budget, blocks of every kind give way while memtables fill.
 //!
 //! The cache also measures what it holds per kind (data, index/filter), what readers reserve, and
 //! what iterators pin, for `Db::stats`.
@@ -109,14 +116,39 @@ impl Lifecycle<(u64, u64), CachedBlock> for EvictionCounter {
     }
 }
 
-pub struct BlockCache {
-    cache: Cache<
-        (u64, u64),
-        CachedBlock,
+type Blocks =
+    Cache<(u64, u64), CachedBlock, BlockWeighter, quick_cache::DefaultHashBuilder, EvictionCounter>;
+
+fn blocks(capacity_bytes: u64, kinds: &Arc<KindBytes>) -> Blocks {
+    let items = (capacity_bytes / TYPICAL_BLOCK).clamp(64, 1 << 24) as usize;
+    Cache::with(
+        items,
+        capacity_bytes,
         BlockWeighter,
-        quick_cache::DefaultHashBuilder,
-        EvictionCounter,
-    >,
+        quick_cache::DefaultHashBuilder::default(),
+        EvictionCounter(Arc::clone(kinds)),
+    )
+}
+
+/// Index and filter partitions in the memtables' idle room.
+struct IndexFilterTier {
+    blocks: Blocks,
+    /// The memtables' whole share of the budget.
+    memtable_budget: u64,
+}
+
+impl IndexFilterTier {
+    /// Below this room (1/16 of the memtables' share) partitions go to the block cache: a tier
+    /// that small would only churn.
+    fn is_open(&self) -> bool {
+        self.blocks.capacity() >= self.memtable_budget / 16
+    }
+}
+
+pub struct BlockCache {
+    cache: Blocks,
+    /// None: memtables are charged to `cache` (if at all).
+    tier: Option<IndexFilterTier>,
     /// The configured capacity: blocks plus reader reservations.
     capacity: u64,
     kinds: Arc<KindBytes>,
@@ -139,17 +171,25 @@ pub struct BlockCache {
 static NEXT_TABLE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl BlockCache {
+    /// A cache of `capacity_bytes`; memtables charged to it (`charge_memtables`) shrink it.
     pub fn new(capacity_bytes: u64) -> Self {
-        let items = (capacity_bytes / TYPICAL_BLOCK).clamp(64, 1 << 24) as usize;
+        Self::build(capacity_bytes, None)
+    }
+
+    /// A cache of `capacity_bytes` for blocks, and index and filter partitions also in what
+    /// memtables leave idle of their `memtable_budget` (`charge_memtables` tells what they hold).
+    pub fn with_index_filter_tier(capacity_bytes: u64, memtable_budget: u64) -> Self {
+        Self::build(capacity_bytes, Some(memtable_budget))
+    }
+
+    fn build(capacity_bytes: u64, memtable_budget: Option<u64>) -> Self {
         let kinds = Arc::new(KindBytes::default());
         BlockCache {
-            cache: Cache::with(
-                items,
-                capacity_bytes,
-                BlockWeighter,
-                quick_cache::DefaultHashBuilder::default(),
-                EvictionCounter(Arc::clone(&kinds)),
-            ),
+            cache: blocks(capacity_bytes, &kinds),
+            tier: memtable_budget.map(|budget| IndexFilterTier {
+                blocks: blocks(budget, &kinds),
+                memtable_budget: budget,
+            }),
             capacity: capacity_bytes,
             kinds,
             reserved: AtomicU64::new(0),
@@ -172,9 +212,14 @@ impl BlockCache {
         self.misses.load(Ordering::Relaxed)
     }
 
-    /// Bytes of cached blocks of all kinds.
+    /// Bytes of cached blocks of all kinds, in the block cache and in the memtables' idle room.
     pub fn usage_bytes(&self) -> u64 {
-        self.cache.weight()
+        self.cache.weight() + self.tier.as_ref().map_or(0, |t| t.blocks.weight())
+    }
+
+    /// Room memtables leave idle for index and filter partitions now.
+    pub fn index_filter_tier_capacity(&self) -> u64 {
+        self.tier.as_ref().map_or(0, |t| t.blocks.capacity())
     }
 
     /// Bytes of cached data blocks.
@@ -267,12 +312,19 @@ impl BlockCache {
         let step = (self.capacity / RESERVATION_STEPS).clamp(4 << 10, 1 << 20);
         let reserved = (self.reserved_bytes() + self.buffer_bytes()).div_ceil(step) * step;
         let memtables = self.memtable_bytes().div_ceil(step) * step;
+        let in_cache = if self.tier.is_some() { 0 } else { memtables };
         let blocks = (self.capacity.saturating_sub(reserved))
             .max(self.capacity / MIN_BLOCK_SHARE_DIVISOR)
-            .saturating_sub(memtables)
+            .saturating_sub(in_cache)
             .max(self.capacity / MIN_BLOCK_SHARE_UNDER_MEMTABLES_DIVISOR);
         if blocks != self.cache.capacity() {
             self.cache.set_capacity(blocks);
+        }
+        if let Some(tier) = &self.tier {
+            let idle = tier.memtable_budget.saturating_sub(memtables);
+            if idle != tier.blocks.capacity() {
+                tier.blocks.set_capacity(idle);
+            }
         }
     }
 
@@ -310,14 +362,64 @@ impl BlockCache {
         }
     }
 
+    /// `get_or_load` for an index or filter partition: in the memtables' idle room while it is
+    /// open (taking the partition over from the block cache if it was loaded there while the
+    /// room was closed), else in the block cache.
+    pub(crate) async fn get_or_load_index_filter<F>(
+        &self,
+        table_id: u64,
+        offset: u64,
+        load: F,
+    ) -> Result<CachedBlock>
+    where
+        F: Future<Output = Result<CachedBlock>>,
+    {
+        let Some(tier) = self.tier.as_ref().filter(|t| t.is_open()) else {
+            return self.get_or_load(table_id, offset, load).await;
+        };
+        let key = (table_id, offset);
+        match tier.blocks.get_value_or_guard_async(&key).await {
+            Ok(block) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Ok(block)
+            }
+            Err(guard) => {
+                let moved = self.cache.remove(&key).map(|(_, block)| {
+                    self.kinds.add(&block, -1);
+                    block
+                });
+                let loaded = moved.is_none();
+                let block = match moved {
+                    Some(block) => block,
+                    None => load.await?,
+                };
+                let counter = if loaded { &self.misses } else { &self.hits };
+                counter.fetch_add(1, Ordering::Relaxed);
+                if guard.insert(block.clone()).is_ok() {
+                    if loaded {
+                        self.kinds.inserted(&block);
+                    } else {
+                        self.kinds.add(&block, 1);
+                    }
+                }
+                Ok(block)
+            }
+        }
+    }
+
     /// The cached block, if present, without counting a hit or changing its recency.
     pub(crate) fn peek(&self, table_id: u64, offset: u64) -> Option<CachedBlock> {
-        self.cache.peek(&(table_id, offset))
+        let key = (table_id, offset);
+        self.cache.peek(&key).or_else(|| self.tier.as_ref()?.blocks.peek(&key))
     }
 
     pub(crate) fn evict(&self, table_id: u64, offset: u64) {
-        if let Some((_, block)) = self.cache.remove(&(table_id, offset)) {
-            self.kinds.add(&block, -1);
+        let key = (table_id, offset);
+        let tiers = std::iter::once(&self.cache).chain(self.tier.as_ref().map(|t| &t.blocks));
+        for blocks in tiers {
+            if let Some((_, block)) = blocks.remove(&key) {
+                self.kinds.add(&block, -1);
+            }
         }
     }
 }
@@ -332,5 +434,65 @@ impl std::fmt::Debug for BlockCache {
             .field("hits", &self.hits())
             .field("misses", &self.misses())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::sst::BloomBuilder;
+    use futures::executor::block_on;
+
+    fn filter(keys: u32) -> CachedBlock {
+        let mut bloom = BloomBuilder::new(10);
+        (0..keys).for_each(|k| bloom.add(&k.to_be_bytes()));
+        CachedBlock::Filter(Arc::new(Bloom::decode(bloom.finish().into()).unwrap()))
+    }
+
+    /// Loads partition `offset` of table 1, counting the loads.
+    fn get(cache: &BlockCache, offset: u64, loads: &AtomicU64) -> CachedBlock {
+        block_on(cache.get_or_load_index_filter(1, offset, async {
+            loads.fetch_add(1, Ordering::Relaxed);
+            Ok(filter(1000))
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn partitions_live_in_the_memtables_idle_room_and_give_it_back_as_they_fill() {
+        const BUDGET: u64 = 4 << 20;
+        let cache = BlockCache::with_index_filter_tier(64 << 10, BUDGET);
+        let loads = AtomicU64::new(0);
+        assert_eq!(cache.index_filter_tier_capacity(), BUDGET);
+        for offset in 0..200 {
+            get(&cache, offset, &loads);
+        }
+        // 200 partitions of about 1.2 KiB: more than the block cache holds, all in the room.
+        let held = cache.index_filter_bytes();
+        assert!(held > 128 << 10 && held <= BUDGET, "{held} bytes of partitions");
+        assert_eq!(cache.block_capacity(), 64 << 10, "the block cache is left alone");
+        for offset in 0..200 {
+            get(&cache, offset, &loads);
+        }
+        assert_eq!(loads.load(Ordering::Relaxed), 200, "every partition stayed in memory");
+
+        // Memtables fill: the room shrinks and what it held goes (memtables + room <= budget).
+        cache.charge_memtables(0, BUDGET - (64 << 10));
+        let room = cache.index_filter_tier_capacity();
+        assert!(room <= 64 << 10, "{room} bytes of room");
+        assert!(cache.usage_bytes() <= room + (64 << 10), "{} bytes cached", cache.usage_bytes());
+
+        // A room too small to be worth it sends partitions to the block cache...
+        get(&cache, 1000, &loads);
+        assert!(cache.cache.peek(&(1, 1000)).is_some(), "in the block cache");
+        // ...and once memtables are flushed, the room takes it over without reading it again.
+        cache.charge_memtables(BUDGET - (64 << 10), 0);
+        let loaded = loads.load(Ordering::Relaxed);
+        get(&cache, 1000, &loads);
+        assert_eq!(loads.load(Ordering::Relaxed), loaded, "taken over, not loaded");
+        assert!(cache.cache.peek(&(1, 1000)).is_none(), "held once");
+        assert!(cache.peek(1, 1000).is_some(), "in the room");
+        cache.evict(1, 1000);
+        assert!(cache.peek(1, 1000).is_none(), "evicted from the room");
     }
 }

@@ -245,6 +245,7 @@ impl Db {
             block_cache_capacity: inner.options.block_cache_bytes,
             block_cache_data_bytes: inner.cache.data_bytes(),
             block_cache_index_filter_bytes: inner.cache.index_filter_bytes(),
+            index_filter_room_bytes: inner.cache.index_filter_tier_capacity(),
             index_filter_bytes_loaded: inner.cache.index_filter_bytes_inserted(),
             table_reader_bytes: inner.cache.reserved_bytes(),
             io_buffer_bytes: inner.cache.buffer_bytes(),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::mpsc;
 
+use crate::lsm::db_state::MEMTABLE_CHARGE_STEP;
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{FaultStorage, OpKind, StorageOptions, open_storage};
 use crate::test_support::incompressible;
@@ -123,7 +124,8 @@ fn a_streaming_writer_s_buffer_is_charged_to_the_cache() {
 }
 
 /// With memtables charged to the block cache, blocks give way while memtables fill and get the
-/// room back once they are flushed; without, memtables leave the block capacity alone.
+/// room back once they are flushed; without, memtables leave the block capacity alone and their
+/// idle room (for index and filter partitions) shrinks as they fill.
 #[test]
 fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
     const CACHE: u64 = 8 << 20;
@@ -152,9 +154,15 @@ fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
             );
         } else {
             assert_eq!(blocks, CACHE, "nothing charged");
+            let room = db.stats().index_filter_room_bytes;
+            let budget = 3 * DbOptions::default().memtable_bytes;
+            let slack = 2 * MEMTABLE_CHARGE_STEP;
+            assert!(room.abs_diff(budget - memtables) <= slack, "{room} of room");
         }
         db.flush().unwrap();
         assert_eq!(db.stats().memtable_bytes, 0);
+        let room = db.stats().index_filter_room_bytes;
+        assert_eq!(room, if charged { 0 } else { 3 * DbOptions::default().memtable_bytes });
         let reserved = db.stats().table_reader_bytes;
         let blocks = db.inner.cache.block_capacity();
         assert!(blocks + reserved + (256 << 10) >= CACHE, "{blocks} for blocks after the flush");

@@ -83,8 +83,11 @@ pub struct DbStats {
     pub block_cache_capacity: u64,
     /// Data blocks in the cache.
     pub block_cache_data_bytes: u64,
-    /// Index and filter partitions in the cache.
+    /// Index and filter partitions in the cache (also those in the memtables' idle room).
     pub block_cache_index_filter_bytes: u64,
+    /// Room the memtables leave idle for index and filter partitions now (0 when memtables are
+    /// charged to the cache).
+    pub index_filter_room_bytes: u64,
     /// Bytes of index and filter partitions loaded into the cache since open.
     pub index_filter_bytes_loaded: u64,
     /// Open table readers (footer, top-level index, properties), charged to the cache.
@@ -182,6 +185,7 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("block-cache-data-bytes", |s| s.block_cache_data_bytes),
     ("block-cache-index-filter-bytes", |s| s.block_cache_index_filter_bytes),
     ("index-filter-bytes-loaded", |s| s.index_filter_bytes_loaded),
+    ("index-filter-room-bytes", |s| s.index_filter_room_bytes),
     ("table-reader-bytes", |s| s.table_reader_bytes),
     ("io-buffer-bytes", |s| s.io_buffer_bytes),
     ("iterator-pinned-bytes", |s| s.iterator_pinned_bytes),

@@ -110,7 +110,13 @@ impl DbInner {
         let metered = MeteredStorage::new(storage);
         let io = metered.counters();
         let storage: StorageRef = Arc::new(metered);
-        let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
+        let cache = Arc::new(if options.memtables_charged_to_cache {
+            BlockCache::new(options.block_cache_bytes)
+        } else {
+            let memtable_budget =
+                options.memtable_bytes * (options.max_frozen_memtables as u64 + 1);
+            BlockCache::with_index_filter_tier(options.block_cache_bytes, memtable_budget)
+        });
         let (manifest_number, mut data) = match block_on(read_latest_manifest(storage.as_ref()))? {
             Some(found) => found,
             None => (0, ManifestData { next_file_number: 1, ..Default::default() }),
@@ -209,25 +215,23 @@ impl DbInner {
         self.next_file_number.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Brings the memtables' charge to the block cache up to date (if they are charged): called
-    /// after writes and after a flush lets a memtable go. The memtables are read under the lock,
-    /// so the last caller charges the newest state.
+    /// Tells the block cache what the memtables hold (it gives their idle room to index and
+    /// filter partitions, or its blocks give way to them): called after writes and after a flush
+    /// lets a memtable go. The memtables are read under the lock, so the last caller charges the
+    /// newest state.
     pub(crate) fn charge_memtables(&self) {
-        if !self.options.memtables_charged_to_cache {
-            return;
-        }
         let mut charged = self.memtables_charged.lock().unwrap();
         let bytes = self.current().memtable_bytes();
-        if bytes.abs_diff(*charged) >= MEMTABLE_CHARGE_STEP || (bytes == 0 && *charged > 0) {
+        if bytes != *charged {
             self.cache.charge_memtables(*charged, bytes);
             *charged = bytes;
         }
     }
 }
 
-/// The memtables' charge follows them in steps of this size, so that small writes do not each
-/// recompute the cache's capacity.
-const MEMTABLE_CHARGE_STEP: u64 = 256 << 10;
+/// Writes tell the cache what the memtables hold each time the active one grows past a multiple
+/// of this size.
+pub(crate) const MEMTABLE_CHARGE_STEP: u64 = 256 << 10;
 
 /// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
 /// taken first: every entry of its files was visible when they were installed, so the snapshot

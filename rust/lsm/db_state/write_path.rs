@@ -13,7 +13,7 @@ use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
 use crate::{Error, Result};
 
-use super::{DbInner, SuperVersion};
+use super::{DbInner, MEMTABLE_CHARGE_STEP, SuperVersion};
 
 impl DbInner {
     /// Applies a batch atomically: readers see all of it or none of it. `check_families: false`
@@ -46,6 +46,7 @@ impl DbInner {
             batch.families.iter().try_for_each(|cf| self.check_family(cf))?;
         }
         let mem = self.current().mem.clone();
+        let bytes_before = mem.approximate_bytes();
         let mut seq = self.visible_seq.load(Ordering::Acquire);
         if seq + batch.len() as u64 > MAX_SEQ {
             return Err(Error::invalid("sequence numbers exhausted"));
@@ -66,10 +67,15 @@ impl DbInner {
         // Publish only after the whole batch is in the memtable.
         self.visible_seq.store(seq, Ordering::Release);
         self.counters.written(batch.ops.iter().map(|op| op.entry_bytes() as u64).sum());
-        if mem.approximate_bytes() >= self.options.memtable_bytes {
+        let bytes = mem.approximate_bytes();
+        if bytes >= self.options.memtable_bytes {
             self.freeze_memtable();
         }
-        self.charge_memtables();
+        // The charge follows the memtables in steps, so that small writes do not each resize
+        // the cache.
+        if bytes / MEMTABLE_CHARGE_STEP != bytes_before / MEMTABLE_CHARGE_STEP {
+            self.charge_memtables();
+        }
         Ok(())
     }
 

@@ -44,6 +44,8 @@ use bytes::Bytes;
 use crate::lsm::key::SeqNo;
 
 pub(crate) use block::Block;
+#[cfg(test)]
+pub(crate) use bloom::BloomBuilder;
 pub(crate) use bloom::{Bloom, fastrange, hash64};
 pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
 pub(crate) use handle::BlockHandle;

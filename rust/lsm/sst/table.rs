@@ -485,7 +485,7 @@ impl Table {
     pub(crate) async fn index_partition(&self, p: usize) -> Result<Arc<Index>> {
         let handle = self.top.handle(p);
         let data_end = self.data_end;
-        let loaded = self.cached(handle, |raw| {
+        let loaded = self.cached_index_filter(handle, |raw| {
             Ok(CachedBlock::Index(Arc::new(decode_index_partition(&raw, data_end)?)))
         });
         match loaded.await? {
@@ -501,8 +501,9 @@ impl Table {
         let Some(&handle) = self.filters.get(p) else {
             return Ok(None);
         };
-        let loaded =
-            self.cached(handle, |raw| Ok(CachedBlock::Filter(Arc::new(Bloom::decode(raw)?))));
+        let loaded = self.cached_index_filter(handle, |raw| {
+            Ok(CachedBlock::Filter(Arc::new(Bloom::decode(raw)?)))
+        });
         match loaded.await? {
             CachedBlock::Filter(bloom) => Ok(Some(bloom)),
             _ => Err(self.corruption(handle, Malformed::new("filter partition shares an offset"))),
@@ -522,12 +523,26 @@ impl Table {
         handle: BlockHandle,
         decode: impl FnOnce(Bytes) -> Decoded<CachedBlock>,
     ) -> Result<CachedBlock> {
-        self.cache
-            .get_or_load(self.cache_id, handle.offset, async {
-                let stored = self.read(handle.offset..handle.offset + handle.size).await?;
-                read_block(&stored).and_then(decode).map_err(|m| self.corruption(handle, m))
-            })
-            .await
+        self.cache.get_or_load(self.cache_id, handle.offset, self.load(handle, decode)).await
+    }
+
+    /// `cached` for an index or filter partition (see `BlockCache::get_or_load_index_filter`).
+    async fn cached_index_filter(
+        &self,
+        handle: BlockHandle,
+        decode: impl FnOnce(Bytes) -> Decoded<CachedBlock>,
+    ) -> Result<CachedBlock> {
+        let load = self.load(handle, decode);
+        self.cache.get_or_load_index_filter(self.cache_id, handle.offset, load).await
+    }
+
+    async fn load(
+        &self,
+        handle: BlockHandle,
+        decode: impl FnOnce(Bytes) -> Decoded<CachedBlock>,
+    ) -> Result<CachedBlock> {
+        let stored = self.read(handle.offset..handle.offset + handle.size).await?;
+        read_block(&stored).and_then(decode).map_err(|m| self.corruption(handle, m))
     }
 
     /// Reads exactly `range` of the file.
