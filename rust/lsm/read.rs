@@ -17,7 +17,7 @@ use crate::Result;
 use crate::lsm::db_state::{DbInner, SuperVersion, read_view};
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::resolve::VersionResolver;
-use crate::lsm::sst::{BlockHandle, Bloom, Index, Table};
+use crate::lsm::sst::{BlockHandle, Bloom, Index, Table, hash64};
 use crate::lsm::version::{TableFile, Version};
 use crate::storage::block_on;
 
@@ -167,7 +167,14 @@ async fn resolve_in_files(
 ) -> Result<()> {
     let level0 = version.levels[0].iter().filter(|f| f.contains(key));
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
-    for file in level0.chain(deeper) {
+    let files = level0.chain(deeper);
+    if let Some(memo) = memo {
+        let hash = hash64(key);
+        for table in files.clone().filter_map(|f| f.opened()) {
+            memo.prefetch_filter(table, key, snapshot, hash);
+        }
+    }
+    for file in files {
         let table = file.table().await?;
         let visit = |seq, kind, value| resolver.push(seq, kind, value);
         // Both consult the file's bloom filter first.
@@ -234,6 +241,21 @@ impl PartitionMemo {
             }
         };
         table.get_in_partition(key, snapshot, p, index, visit).await
+    }
+
+    /// Prefetches the filter bits of `key` (hashed to `hash`) if its filter partition of
+    /// `table` is in the memo, as it is for all but the first key of a partition.
+    fn prefetch_filter(&self, table: &Table, key: &[u8], snapshot: SeqNo, hash: u64) {
+        let Some(p) = table.partition_of(key, snapshot) else {
+            return;
+        };
+        let entries = self.0.borrow();
+        let id = table.cache_id();
+        if let Some(entry) = entries.iter().find(|e| e.table == id && e.partition == p)
+            && let Some(Some(bloom)) = &entry.filter
+        {
+            bloom.prefetch(hash);
+        }
     }
 
     /// Runs `f` on the entry of partition `p` of table `id`, which replaces the table's entry

@@ -123,9 +123,32 @@ impl Bloom {
             .all(|bit| self.bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
     }
 
+    /// Asks the CPU to fetch the bytes a `may_contain` of the key hashed to `hash` (`hash64`)
+    /// will read. A batch does this for every file a key is about to probe, so that the probes'
+    /// misses to memory overlap instead of coming one file after the other.
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let m = (self.bits.len() * 8) as u64;
+        for bit in probe_bits(hash, self.probes, m) {
+            prefetch_line(&self.bits[(bit / 8) as usize]);
+        }
+    }
+
     pub(crate) fn memory_size(&self) -> usize {
         std::mem::size_of::<Bloom>() + self.bits.len()
     }
+}
+
+fn prefetch_line(byte: &u8) {
+    // SAFETY: SSE is part of every x86_64 target, and a prefetch is only a hint: it never faults
+    // and has no effect the program can observe (here the address is a live reference anyway).
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (byte as *const u8).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = byte;
 }
 
 #[cfg(test)]

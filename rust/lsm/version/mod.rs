@@ -119,6 +119,11 @@ impl TableFile {
 
     /// The open table (footer, index and filter read on first use; a damaged file fails here,
     /// naming itself, and is tried again on the next read).
+    /// The table, if a read opened it already.
+    pub fn opened(&self) -> Option<&Arc<Table>> {
+        self.table.get()
+    }
+
     pub async fn table(&self) -> Result<&Arc<Table>> {
         self.table
             .get_or_try_init(|| async {
