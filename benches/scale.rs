@@ -114,8 +114,17 @@ impl Row {
 }
 
 fn peak_rss_mib() -> f64 {
+    status_mib("VmHWM:")
+}
+
+fn rss_mib() -> f64 {
+    status_mib("VmRSS:")
+}
+
+/// A memory figure of this process from /proc/self/status.
+fn status_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
     let kib: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kib / 1024.0
 }
@@ -190,6 +199,7 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
         );
     }
 
+    let rss_loaded = rss_mib();
     let probes = read_keys(keys, reads, 7);
     let start = Instant::now();
     for k in &probes {
@@ -205,8 +215,11 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
     let multi_get = per_s(reads, start);
     let after = db.stats();
     eprintln!(
-        "ours reads: block cache {} hits, {} misses; index and filter partitions {} MiB held \
-         ({} MiB of room the memtables leave), {} MiB loaded",
+        "ours reads: RSS {rss_loaded:.0} MiB after the load, {:.0} MiB after the reads (peak \
+         {:.0}); block cache {} hits, {} misses; index and filter partitions {} MiB held ({} MiB \
+         of room the memtables leave), {} MiB loaded",
+        rss_mib(),
+        peak_rss_mib(),
         after.block_cache_hits - stats.block_cache_hits,
         after.block_cache_misses - stats.block_cache_misses,
         after.block_cache_index_filter_bytes >> 20,

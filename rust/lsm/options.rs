@@ -20,8 +20,9 @@ pub struct DbOptions {
     /// Capacity of the in-memory block cache.
     pub block_cache_bytes: u64,
     /// Charge memtables to the block cache, whose capacity is then the whole memory budget
-    /// (RocksDB's write buffer manager costed to the cache, as Flink sets it up): reads get the
-    /// memory that memtables do not use at the moment.
+    /// (RocksDB's write buffer manager costed to the cache, as Flink sets it up): blocks of every
+    /// kind get the memory that memtables do not use at the moment. Without, only index and
+    /// filter partitions do (see `cache.rs`).
     pub memtables_charged_to_cache: bool,
     /// Target size of SST files written by flush and compaction.
     pub target_file_bytes: u64,

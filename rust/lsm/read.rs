@@ -57,8 +57,7 @@ pub(crate) fn multi_get(
     // find its index, filter and block still in the CPU's caches.
     pending.sort_unstable_by(|a, b| a.1.cmp(b.1));
     let version = &sv.version;
-    let memo = (pending.len() > 1).then(PartitionMemo::default);
-    let memo = memo.as_ref();
+    let memo = &PartitionMemo::default();
     // Prefetched blocks must still be cached when their scans run.
     let prefetch_budget = db.cache.block_capacity() / 4;
     block_on(async {
@@ -163,26 +162,20 @@ async fn resolve_in_files(
     key: &[u8],
     snapshot: SeqNo,
     resolver: &mut VersionResolver,
-    memo: Option<&PartitionMemo>,
+    memo: &PartitionMemo,
 ) -> Result<()> {
     let level0 = version.levels[0].iter().filter(|f| f.contains(key));
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     let files = level0.chain(deeper);
-    if let Some(memo) = memo {
-        let hash = hash64(key);
-        for table in files.clone().filter_map(|f| f.opened()) {
-            memo.prefetch_filter(table, key, snapshot, hash);
-        }
+    let hash = hash64(key);
+    for table in files.clone().filter_map(|f| f.opened()) {
+        memo.prefetch_filter(table, key, snapshot, hash);
     }
     for file in files {
         let table = file.table().await?;
         let visit = |seq, kind, value| resolver.push(seq, kind, value);
-        // Both consult the file's bloom filter first.
-        let done = match memo {
-            Some(memo) => memo.get(table, key, snapshot, visit).await?,
-            None => table.get(key, snapshot, visit).await?,
-        };
-        if done {
+        // Consults the file's bloom filter first.
+        if memo.get(table, key, snapshot, visit).await? {
             return Ok(());
         }
     }
@@ -192,7 +185,8 @@ async fn resolve_in_files(
 /// The filter and index partition each table's latest lookup in a batch used. The batch looks
 /// its keys up in key order, so neighbours land in the same partitions one after the other and
 /// find both here instead of in the block cache (two lookups fewer per file probed). It holds one
-/// pair per table, for one batch (a few KiB each, usually also in the cache).
+/// pair per table, for one batch (a few KiB each, usually also in the cache). A key first takes
+/// the filters of all files it will probe (`prefetch_filter`), then probes them one by one.
 #[derive(Default)]
 struct PartitionMemo(RefCell<Vec<MemoEntry>>);
 
@@ -243,17 +237,24 @@ impl PartitionMemo {
         table.get_in_partition(key, snapshot, p, index, visit).await
     }
 
-    /// Prefetches the filter bits of `key` (hashed to `hash`) if its filter partition of
-    /// `table` is in the memo, as it is for all but the first key of a partition.
+    /// Prefetches the filter bits of `key` (hashed to `hash`) in its filter partition of `table`
+    /// if that partition is in memory (the memo, else the block cache, and then the memo).
     fn prefetch_filter(&self, table: &Table, key: &[u8], snapshot: SeqNo, hash: u64) {
         let Some(p) = table.partition_of(key, snapshot) else {
             return;
         };
-        let entries = self.0.borrow();
         let id = table.cache_id();
-        if let Some(entry) = entries.iter().find(|e| e.table == id && e.partition == p)
-            && let Some(Some(bloom)) = &entry.filter
-        {
+        let filter = match self.with_entry(id, p, |e| e.filter.clone()) {
+            Some(filter) => filter,
+            None => {
+                let Some(filter) = table.cached_filter_partition(p) else {
+                    return;
+                };
+                self.with_entry(id, p, |e| e.filter = Some(filter.clone()));
+                filter
+            }
+        };
+        if let Some(bloom) = filter {
             bloom.prefetch(hash);
         }
     }

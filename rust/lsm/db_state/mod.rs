@@ -230,8 +230,10 @@ impl DbInner {
 }
 
 /// Writes tell the cache what the memtables hold each time the active one grows past a multiple
-/// of this size.
-pub(crate) const MEMTABLE_CHARGE_STEP: u64 = 256 << 10;
+/// of this size: 1/16 of a memtable, at most 256 KiB.
+pub(crate) fn memtable_charge_step(memtable_bytes: u64) -> u64 {
+    (memtable_bytes / 16).clamp(4 << 10, 256 << 10)
+}
 
 /// Used by the read path to get a consistent (snapshot, super version) pair. The super version is
 /// taken first: every entry of its files was visible when they were installed, so the snapshot

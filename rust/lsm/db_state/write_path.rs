@@ -13,7 +13,7 @@ use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
 use crate::{Error, Result};
 
-use super::{DbInner, MEMTABLE_CHARGE_STEP, SuperVersion};
+use super::{DbInner, SuperVersion, memtable_charge_step};
 
 impl DbInner {
     /// Applies a batch atomically: readers see all of it or none of it. `check_families: false`
@@ -73,7 +73,8 @@ impl DbInner {
         }
         // The charge follows the memtables in steps, so that small writes do not each resize
         // the cache.
-        if bytes / MEMTABLE_CHARGE_STEP != bytes_before / MEMTABLE_CHARGE_STEP {
+        let step = memtable_charge_step(self.options.memtable_bytes);
+        if bytes / step != bytes_before / step {
             self.charge_memtables();
         }
         Ok(())

@@ -510,6 +510,18 @@ impl Table {
         }
     }
 
+    /// Filter partition `p` if it is in memory: `Some(None)` if the table has no filters, None
+    /// if the partition is not cached.
+    pub(crate) fn cached_filter_partition(&self, p: usize) -> Option<Option<Arc<Bloom>>> {
+        let Some(handle) = self.filters.get(p) else {
+            return Some(None);
+        };
+        match self.cache.get_cached(self.cache_id, handle.offset)? {
+            CachedBlock::Filter(bloom) => Some(Some(bloom)),
+            _ => None,
+        }
+    }
+
     /// A data block through the cache; concurrent misses on one block share one read.
     pub(crate) async fn cached_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
         match self.cached(handle, decode_data_block).await? {
