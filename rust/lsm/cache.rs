@@ -130,6 +130,15 @@ fn blocks(capacity_bytes: u64, kinds: &Arc<KindBytes>) -> Blocks {
     )
 }
 
+/// Where a block missing from one of the caches came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fetched {
+    /// Read from its file.
+    Read,
+    /// Moved from the block cache into the index/filter room.
+    TakenOver,
+}
+
 /// Index and filter partitions in the memtables' idle room.
 struct IndexFilterTier {
     blocks: Blocks,
@@ -364,22 +373,8 @@ impl BlockCache {
     where
         F: Future<Output = Result<CachedBlock>>,
     {
-        match self.cache.get_value_or_guard_async(&(table_id, offset)).await {
-            Ok(block) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                Ok(block)
-            }
-            Err(guard) => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                let block = load.await?;
-                // A block that outweighs a cache shard is reported evicted right away (and so
-                // counted out); the read still succeeds.
-                if guard.insert(block.clone()).is_ok() {
-                    self.kinds.inserted(&block);
-                }
-                Ok(block)
-            }
-        }
+        let read = async { Ok((load.await?, Fetched::Read)) };
+        self.get_or_insert(&self.cache, (table_id, offset), read).await
     }
 
     /// `get_or_load` for an index or filter partition: in the memtables' idle room while it is
@@ -405,33 +400,48 @@ impl BlockCache {
             }
             return self.get_or_load(table_id, offset, load).await;
         }
-        match tier.blocks.get_value_or_guard_async(&key).await {
+        let take_over_or_read = async {
+            match self.cache.remove(&key) {
+                Some((_, block)) => {
+                    self.kinds.add(&block, -1);
+                    Ok((block, Fetched::TakenOver))
+                }
+                None => Ok((load.await?, Fetched::Read)),
+            }
+        };
+        self.get_or_insert(&tier.blocks, key, take_over_or_read).await
+    }
+
+    /// The block under `key` in `blocks`, else the one `fetch` brings, inserted there; counts a
+    /// hit, or a miss if it had to be read.
+    async fn get_or_insert<F>(
+        &self,
+        blocks: &Blocks,
+        key: (u64, u64),
+        fetch: F,
+    ) -> Result<CachedBlock>
+    where
+        F: Future<Output = Result<(CachedBlock, Fetched)>>,
+    {
+        let guard = match blocks.get_value_or_guard_async(&key).await {
             Ok(block) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
-                Ok(block)
+                return Ok(block);
             }
-            Err(guard) => {
-                let moved = self.cache.remove(&key).map(|(_, block)| {
-                    self.kinds.add(&block, -1);
-                    block
-                });
-                let loaded = moved.is_none();
-                let block = match moved {
-                    Some(block) => block,
-                    None => load.await?,
-                };
-                let counter = if loaded { &self.misses } else { &self.hits };
-                counter.fetch_add(1, Ordering::Relaxed);
-                if guard.insert(block.clone()).is_ok() {
-                    if loaded {
-                        self.kinds.inserted(&block);
-                    } else {
-                        self.kinds.add(&block, 1);
-                    }
-                }
-                Ok(block)
+            Err(guard) => guard,
+        };
+        let (block, fetched) = fetch.await?;
+        let counter = if fetched == Fetched::Read { &self.misses } else { &self.hits };
+        counter.fetch_add(1, Ordering::Relaxed);
+        // A block that outweighs a cache shard is reported evicted right away (and so counted
+        // out); the read still succeeds.
+        if guard.insert(block.clone()).is_ok() {
+            match fetched {
+                Fetched::Read => self.kinds.inserted(&block),
+                Fetched::TakenOver => self.kinds.add(&block, 1),
             }
         }
+        Ok(block)
     }
 
     /// The cached block, if present (a hit), without loading it.

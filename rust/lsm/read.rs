@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::FutureExt;
 use futures::future::{try_join, try_join_all};
+use smallvec::SmallVec;
 
 use crate::Result;
 use crate::lsm::db_state::{DbInner, SuperVersion, read_view};
@@ -168,14 +169,19 @@ async fn resolve_in_files(
     let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
     let files = level0.chain(deeper);
     let hash = hash64(key);
-    for table in files.clone().filter_map(|f| f.opened()) {
-        memo.prefetch_filter(table, key, snapshot, hash);
-    }
-    for file in files {
+    // The key's partition in each file already open, found once for the prefetch and the probe.
+    let found: SmallVec<[Option<Option<usize>>; 16]> = files
+        .clone()
+        .map(|f| f.opened().map(|table| memo.prefetch_filter(table, key, snapshot, hash)))
+        .collect();
+    for (file, found) in files.zip(found) {
         let table = file.table().await?;
+        let Some(p) = found.unwrap_or_else(|| table.partition_of(key, snapshot)) else {
+            continue;
+        };
         let visit = |seq, kind, value| resolver.push(seq, kind, value);
         // Consults the file's bloom filter first.
-        if memo.get(table, key, snapshot, visit).await? {
+        if memo.get(table, p, key, snapshot, visit).await? {
             return Ok(());
         }
     }
@@ -200,17 +206,15 @@ struct MemoEntry {
 }
 
 impl PartitionMemo {
-    /// `Table::get` through the memo.
+    /// `Table::get` through the memo, `p` being the key's partition of `table`.
     async fn get(
         &self,
         table: &Table,
+        p: usize,
         key: &[u8],
         snapshot: SeqNo,
         visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> Result<bool> {
-        let Some(p) = table.partition_of(key, snapshot) else {
-            return Ok(false);
-        };
         let id = table.cache_id();
         let may_contain =
             |filter: &Option<Arc<Bloom>>| filter.as_ref().is_none_or(|b| b.may_contain(key));
@@ -239,16 +243,21 @@ impl PartitionMemo {
 
     /// Prefetches the filter bits of `key` (hashed to `hash`) in its filter partition of `table`
     /// if that partition is in memory (the memo, else the block cache, and then the memo).
-    fn prefetch_filter(&self, table: &Table, key: &[u8], snapshot: SeqNo, hash: u64) {
-        let Some(p) = table.partition_of(key, snapshot) else {
-            return;
-        };
+    /// Returns the key's partition of `table` (None past its end).
+    fn prefetch_filter(
+        &self,
+        table: &Table,
+        key: &[u8],
+        snapshot: SeqNo,
+        hash: u64,
+    ) -> Option<usize> {
+        let p = table.partition_of(key, snapshot)?;
         let id = table.cache_id();
         let filter = match self.with_entry(id, p, |e| e.filter.clone()) {
             Some(filter) => filter,
             None => {
                 let Some(filter) = table.cached_filter_partition(p) else {
-                    return;
+                    return Some(p);
                 };
                 self.with_entry(id, p, |e| e.filter = Some(filter.clone()));
                 filter
@@ -257,6 +266,7 @@ impl PartitionMemo {
         if let Some(bloom) = filter {
             bloom.prefetch(hash);
         }
+        Some(p)
     }
 
     /// Runs `f` on the entry of partition `p` of table `id`, which replaces the table's entry

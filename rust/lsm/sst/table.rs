@@ -225,6 +225,7 @@ impl Table {
     }
 
     /// False only if the bloom filter proves `user_key` absent (may load a filter partition).
+    #[cfg(test)]
     pub async fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
         match self.partition_of(user_key, MAX_SEQ) {
             Some(p) => self.partition_may_contain(p, user_key).await,
@@ -232,6 +233,7 @@ impl Table {
         }
     }
 
+    #[cfg(test)]
     async fn partition_may_contain(&self, p: usize, user_key: &[u8]) -> Result<bool> {
         match self.filter_partition(p).await? {
             Some(bloom) => Ok(bloom.may_contain(user_key)),
@@ -247,7 +249,9 @@ impl Table {
 
     /// Feeds `visit` the versions of `user_key` with seq <= snapshot, newest first, up to and
     /// including the first Put or Delete, or until `visit` returns true (no older version
-    /// matters). Returns true if `visit` did.
+    /// matters). Returns true if `visit` did. (Reads go through `read::PartitionMemo`, which does
+    /// the same with the batch's partitions at hand.)
+    #[cfg(test)]
     pub async fn get(
         &self,
         user_key: &[u8],
