@@ -8,6 +8,7 @@ use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db_state::DbInner;
 use crate::lsm::memtable::MemTable;
+use crate::lsm::native_heap;
 use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
 use crate::lsm::version::Version;
@@ -33,6 +34,7 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
         drop(oldest);
         match flushed {
             Ok(()) => {
+                native_heap::release_free_memory();
                 backoff.succeeded();
                 db.background.lock().unwrap().flushes_done += 1;
                 db.background_changed.notify_all();

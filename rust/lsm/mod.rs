@@ -28,6 +28,7 @@ mod memtable_filter;
 mod memtable_skiplist;
 mod memtable_tombstones;
 pub mod merge;
+pub mod native_heap;
 pub mod options;
 pub mod range_tombstone;
 mod read;

@@ -16,6 +16,7 @@ use crate::lsm::db_state::DbInner;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
+use crate::lsm::native_heap;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
@@ -87,7 +88,11 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     db.request_compaction();
     match work {
         Work::Drop(deleted, _claim) => drop_deleted_files(db, &deleted)?,
-        Work::Job(job, _claim) => run_job(db, &version, &job)?,
+        Work::Job(job, _claim) => {
+            run_job(db, &version, &job)?;
+            // What the job read and wrote through is freed now.
+            native_heap::release_free_memory();
+        }
     }
     Ok(true)
 }
