@@ -4,8 +4,8 @@
 //! tables are open. Open table readers (footer, top-level index, properties) are charged by
 //! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
 //!
-//! The memtables' share of the budget is theirs only while they fill. What they leave idle (up to
-//! half the share) holds index and filter partitions (`with_index_filter_tier`): a tier of its
+//! The memtables' share of the budget is theirs only while they fill. What they leave idle holds
+//! index and filter partitions (`with_index_filter_tier`): a tier of its
 //! own that shrinks as memtables grow and takes the room back once they are flushed, so from about 16M keys, where
 //! the partitions outgrow the block cache, reads still find them in memory, inside the budget.
 //! Data blocks stay in the block cache: they churn, and a large churning cache leaves freed
@@ -147,13 +147,12 @@ struct IndexFilterTier {
 }
 
 impl IndexFilterTier {
-    /// The tier's room with `memtables` bytes charged: what they leave idle, at most half their
-    /// share. The other half stays free for what the process holds beyond the budget's
-    /// accounting once memtables are flushed (allocator slack, the load's leftovers): with the
-    /// whole share, 64M keys (179 MiB of partitions) peaked at budget + 113 MiB in
-    /// `benches/scale.rs`.
+    /// The tier's room with `memtables` bytes charged: what they leave idle of their share, so
+    /// memtables and tier together stay within it. (It was half the share at most while the
+    /// heap kept what flushes and compactions freed resident, `native_heap`: with the whole
+    /// share 64M keys peaked at budget + 113 MiB then, budget + 54 now in `benches/scale.rs`.)
     fn room(&self, memtables: u64) -> u64 {
-        self.memtable_budget.saturating_sub(memtables).min(self.memtable_budget / 2)
+        self.memtable_budget.saturating_sub(memtables)
     }
 
     /// Below this room (1/16 of the memtables' share) partitions go to the block cache: a tier
@@ -216,7 +215,7 @@ impl BlockCache {
         BlockCache {
             cache: blocks(capacity_bytes, &kinds),
             tier: memtable_budget.map(|budget| IndexFilterTier {
-                blocks: blocks(budget / 2, &kinds),
+                blocks: blocks(budget, &kinds),
                 memtable_budget: budget,
             }),
             capacity: capacity_bytes,
@@ -509,13 +508,13 @@ mod tests {
         const BUDGET: u64 = 4 << 20;
         let cache = BlockCache::with_index_filter_tier(64 << 10, BUDGET);
         let loads = AtomicU64::new(0);
-        assert_eq!(cache.index_filter_tier_capacity(), BUDGET / 2, "at most half the share");
+        assert_eq!(cache.index_filter_tier_capacity(), BUDGET, "the whole share while idle");
         for offset in 0..200 {
             get(&cache, offset, &loads);
         }
         // 200 partitions of about 1.2 KiB: more than the block cache holds, all in the room.
         let held = cache.index_filter_bytes();
-        assert!(held > 128 << 10 && held <= BUDGET / 2, "{held} bytes of partitions");
+        assert!(held > 128 << 10 && held <= BUDGET, "{held} bytes of partitions");
         assert_eq!(cache.block_capacity(), 64 << 10, "the block cache is left alone");
         for offset in 0..200 {
             get(&cache, offset, &loads);

@@ -157,13 +157,13 @@ fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
             let room = db.stats().index_filter_room_bytes;
             let budget = 3 * DbOptions::default().memtable_bytes;
             let slack = 2 * memtable_charge_step(DbOptions::default().memtable_bytes);
-            let idle = (budget - memtables).min(budget / 2);
+            let idle = budget - memtables;
             assert!(room.abs_diff(idle) <= slack, "{room} of room");
         }
         db.flush().unwrap();
         assert_eq!(db.stats().memtable_bytes, 0);
         let room = db.stats().index_filter_room_bytes;
-        assert_eq!(room, if charged { 0 } else { 3 * DbOptions::default().memtable_bytes / 2 });
+        assert_eq!(room, if charged { 0 } else { 3 * DbOptions::default().memtable_bytes });
         let reserved = db.stats().table_reader_bytes;
         let blocks = db.inner.cache.block_capacity();
         assert!(blocks + reserved + (256 << 10) >= CACHE, "{blocks} for blocks after the flush");

@@ -17,7 +17,7 @@ use super::coding::{
 use super::framing::BLOCK_TRAILER_LEN;
 use super::handle::BlockHandle;
 use super::live::LiveBytes;
-use crate::lsm::key::{SeqNo, compare_internal, head_of};
+use crate::lsm::key::{MAX_SEQ, SeqNo, head_of};
 
 #[derive(Default)]
 pub(crate) struct IndexBuilder {
@@ -47,13 +47,46 @@ impl IndexBuilder {
     }
 }
 
-/// One block, 24 bytes (a cached partition holds ~130): its last key is
-/// `keys[previous entry's key_end..key_end]`; sizes and key offsets fit 32 bits (checked).
+/// One block, 20 bytes (a cached partition holds ~130): its last key is `head` (the first 16
+/// bytes, in `Index::heads`) followed by `tails[previous entry's tail_end..tail_end]`; offsets
+/// from `Index::base`, sizes and tail offsets fit 32 bits (checked). Four-byte fields keep it at
+/// 20 bytes; an entry with a `u64` would be padded to 24.
 struct IndexEntry {
-    seq: SeqNo,
-    offset: u64,
+    seq_low: u32,
+    /// The sequence number's high 24 bits, and above them the key's length if at most 16 (a
+    /// longer key has a tail, which gives its length).
+    seq_high_and_short_len: u32,
+    offset: u32,
     size: u32,
-    key_end: u32,
+    tail_end: u32,
+}
+
+const HEAD_LEN: usize = 16;
+
+/// What the last key of entry `i` has beyond its head, and the key's length.
+fn tail_and_len<'a>(tails: &'a [u8], entries: &[IndexEntry], i: usize) -> (&'a [u8], usize) {
+    let start = i.checked_sub(1).map_or(0, |prev| entries[prev].tail_end as usize);
+    let tail = &tails[start..entries[i].tail_end as usize];
+    let len = if tail.is_empty() { entries[i].short_len() } else { HEAD_LEN + tail.len() };
+    (tail, len)
+}
+
+/// Orders a key against `user_key` where their heads are equal, the key given by its tail and
+/// length: one of them is then a prefix of the other, or both are 16 bytes long or more and
+/// share the first 16.
+fn order_past_head(tail: &[u8], len: usize, user_key: &[u8]) -> Ordering {
+    let user_tail = user_key.get(HEAD_LEN..).unwrap_or_default();
+    tail.cmp(user_tail).then(len.cmp(&user_key.len()))
+}
+
+impl IndexEntry {
+    fn seq(&self) -> SeqNo {
+        u64::from(self.seq_high_and_short_len & 0xff_ffff) << 32 | u64::from(self.seq_low)
+    }
+
+    fn short_len(&self) -> usize {
+        (self.seq_high_and_short_len >> 24) as usize
+    }
 }
 
 /// A decoded index: the top level is kept in memory while the table is open, partitions live in
@@ -64,9 +97,13 @@ pub(crate) struct Index {
     /// (16 bytes per block; an entry with its head inline took 64), so the searches of a large
     /// table mostly stay in the CPU's caches. Only the entry found is touched.
     heads: Vec<u128>,
-    /// All last keys, concatenated; a private copy so the index does not pin the read buffer.
-    keys: Bytes,
+    /// What last keys have beyond their heads, concatenated (nothing for keys of 16 bytes or
+    /// less): the heads already hold the rest, and index partitions are most of what the
+    /// index/filter room holds (36 bytes per block with 16-byte keys, 56 with whole keys).
+    tails: Bytes,
     entries: Vec<IndexEntry>,
+    /// File offset of the first block; entries keep theirs relative to it.
+    base: u64,
     _live: LiveBytes,
 }
 
@@ -86,53 +123,24 @@ impl Index {
                 body.len()
             )));
         }
-        // Keys take less than the body: one allocation, trimmed at the end, instead of doubling.
-        let mut keys = Vec::with_capacity(body.len());
-        let mut heads: Vec<u128> = Vec::with_capacity(count);
-        let mut entries: Vec<IndexEntry> = Vec::with_capacity(count);
+        let mut decoder = Decoder::with_capacity(count, body.len());
         let mut c = Cursor::new(body);
-        let mut next_free = 0u64;
-        let mut prev_key_start = 0;
         while !c.is_empty() {
             let at = c.pos();
             let key = c.length_prefixed()?;
             let seq = c.varint64()?;
             let handle = BlockHandle::decode_varint(&mut c)?;
-            let head = head_of(key);
-            if let (Some(prev), Some(&prev_head)) = (entries.last(), heads.last()) {
-                // Unequal heads order the keys as their bytes do; only a tie needs the bytes.
-                let order = prev_head.cmp(&head).then_with(|| {
-                    let prev_key = &keys[prev_key_start..prev.key_end as usize];
-                    compare_internal(prev_key, prev.seq, key, seq)
-                });
-                if order != Ordering::Less {
-                    return Err(Malformed::new(format!("index entry at {at} out of order")));
-                }
-            }
-            let end = handle.end().filter(|&e| e <= data_end && handle.offset >= next_free);
-            let size = u32::try_from(handle.size).ok().filter(|&s| s as usize >= BLOCK_TRAILER_LEN);
-            let (Some(end), Some(size)) = (end, size) else {
-                return Err(Malformed::new(format!(
-                    "index entry at {at} has bad handle {}+{} (data ends at {data_end})",
-                    handle.offset, handle.size
-                )));
-            };
-            next_free = end;
-            prev_key_start = keys.len();
-            keys.extend_from_slice(key);
-            let key_end = u32::try_from(keys.len())
-                .map_err(|_| Malformed::new("index keys take more than 4 GiB"))?;
-            heads.push(head);
-            entries.push(IndexEntry { seq, offset: handle.offset, size, key_end });
+            decoder
+                .push(key, seq, handle, data_end)
+                .map_err(|m| Malformed::new(format!("index entry at {at}: {m}")))?;
         }
-        if entries.len() != count {
+        if decoder.entries.len() != count {
             return Err(Malformed::new(format!(
                 "index has {} entries, count says {count}",
-                entries.len()
+                decoder.entries.len()
             )));
         }
-        keys.shrink_to_fit();
-        Ok(Index::with_heads(heads, Bytes::from(keys), entries))
+        Ok(decoder.finish())
     }
 
     /// An index of one entry (the whole index of a format-1 file, seen as one partition).
@@ -141,25 +149,17 @@ impl Index {
         last_seq: SeqNo,
         handle: BlockHandle,
     ) -> Decoded<Index> {
-        let (Ok(size), Ok(key_end)) =
-            (u32::try_from(handle.size), u32::try_from(last_user_key.len()))
-        else {
-            return Err(Malformed::new(format!("index block of {} bytes", handle.size)));
-        };
-        let entry = IndexEntry { seq: last_seq, offset: handle.offset, size, key_end };
-        let keys = Bytes::copy_from_slice(last_user_key);
-        Ok(Self::with_heads(vec![head_of(&keys)], keys, vec![entry]))
+        let mut decoder = Decoder::with_capacity(1, last_user_key.len());
+        decoder
+            .push(last_user_key, last_seq, handle, u64::MAX)
+            .map_err(|m| Malformed::new(format!("index block {handle:?}: {m}")))?;
+        Ok(decoder.finish())
     }
 
-    fn with_heads(heads: Vec<u128>, keys: Bytes, entries: Vec<IndexEntry>) -> Index {
-        let live = LiveBytes::new(Self::size_of(&heads, &keys, &entries));
-        Index { heads, keys, entries, _live: live }
-    }
-
-    fn size_of(heads: &[u128], keys: &Bytes, entries: &[IndexEntry]) -> usize {
+    fn size_of(heads: &[u128], tails: &Bytes, entries: &[IndexEntry]) -> usize {
         std::mem::size_of::<Index>()
             + std::mem::size_of_val(heads)
-            + keys.len()
+            + tails.len()
             + std::mem::size_of_val(entries)
     }
 
@@ -169,17 +169,23 @@ impl Index {
 
     pub(crate) fn handle(&self, i: usize) -> BlockHandle {
         let e = &self.entries[i];
-        BlockHandle::new(e.offset, u64::from(e.size))
-    }
-
-    /// The last user key of block `i`.
-    pub(crate) fn last_key(&self, i: usize) -> &[u8] {
-        let start = i.checked_sub(1).map_or(0, |prev| self.entries[prev].key_end as usize);
-        &self.keys[start..self.entries[i].key_end as usize]
+        BlockHandle::new(self.base + u64::from(e.offset), u64::from(e.size))
     }
 
     pub(crate) fn handles(&self) -> impl Iterator<Item = BlockHandle> + '_ {
         (0..self.len()).map(|i| self.handle(i))
+    }
+
+    /// How the last user key of block `i` orders against `user_key`.
+    pub(crate) fn compare_last_key(&self, i: usize, user_key: &[u8]) -> Ordering {
+        let head = head_of(user_key);
+        self.heads[i].cmp(&head).then_with(|| self.compare_past_head(i, user_key))
+    }
+
+    /// `compare_last_key` where the heads are equal.
+    fn compare_past_head(&self, i: usize, user_key: &[u8]) -> Ordering {
+        let (tail, len) = tail_and_len(&self.tails, &self.entries, i);
+        order_past_head(tail, len, user_key)
     }
 
     /// Index of the first block whose last key is >= (user_key, seq); `len()` if none.
@@ -195,8 +201,10 @@ impl Index {
         let (mut lo, mut hi) = (first_tie, first_tie + ties);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let e = &self.entries[mid];
-            if compare_internal(self.last_key(mid), e.seq, user_key, seq) == Ordering::Less {
+            let order = self
+                .compare_past_head(mid, user_key)
+                .then_with(|| seq.cmp(&self.entries[mid].seq()));
+            if order == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -207,13 +215,95 @@ impl Index {
 
     /// Bytes held in memory.
     pub(crate) fn memory_size(&self) -> usize {
-        Self::size_of(&self.heads, &self.keys, &self.entries)
+        Self::size_of(&self.heads, &self.tails, &self.entries)
+    }
+}
+
+/// Builds an `Index` entry by entry, checking each against the one before.
+struct Decoder {
+    heads: Vec<u128>,
+    tails: Vec<u8>,
+    entries: Vec<IndexEntry>,
+    base: u64,
+    next_free: u64,
+}
+
+impl Decoder {
+    fn with_capacity(count: usize, key_bytes: usize) -> Decoder {
+        Decoder {
+            heads: Vec::with_capacity(count),
+            // Tails take less than the keys: one allocation, trimmed at the end.
+            tails: Vec::with_capacity(key_bytes),
+            entries: Vec::with_capacity(count),
+            base: 0,
+            next_free: 0,
+        }
+    }
+
+    fn push(
+        &mut self,
+        key: &[u8],
+        seq: SeqNo,
+        handle: BlockHandle,
+        data_end: u64,
+    ) -> Result<(), String> {
+        let head = head_of(key);
+        let tail = key.get(HEAD_LEN..).unwrap_or_default();
+        if let Some(&prev_head) = self.heads.last() {
+            let prev = self.entries.len() - 1;
+            // Unequal heads order the keys as their bytes do; only a tie needs the tails.
+            let order = prev_head.cmp(&head).then_with(|| {
+                let (prev_tail, prev_len) = tail_and_len(&self.tails, &self.entries, prev);
+                order_past_head(prev_tail, prev_len, key)
+                    .then_with(|| seq.cmp(&self.entries[prev].seq()))
+            });
+            if order != Ordering::Less {
+                return Err("out of order".into());
+            }
+        } else {
+            self.base = handle.offset;
+            self.next_free = handle.offset;
+        }
+        let bad_handle =
+            || format!("bad handle {}+{} (data ends at {data_end})", handle.offset, handle.size);
+        let end = handle.end().filter(|&e| e <= data_end && handle.offset >= self.next_free);
+        let size = u32::try_from(handle.size).ok().filter(|&s| s as usize >= BLOCK_TRAILER_LEN);
+        let (Some(end), Some(size)) = (end, size) else {
+            return Err(bad_handle());
+        };
+        let offset = u32::try_from(handle.offset - self.base)
+            .map_err(|_| format!("block {} bytes past the index's first", handle.offset))?;
+        if seq > MAX_SEQ {
+            return Err(format!("sequence number {seq} out of range"));
+        }
+        self.next_free = end;
+        self.tails.extend_from_slice(tail);
+        let tail_end =
+            u32::try_from(self.tails.len()).map_err(|_| "keys take more than 4 GiB".to_string())?;
+        let short_len = if tail.is_empty() { key.len() as u32 } else { 0 };
+        self.heads.push(head);
+        self.entries.push(IndexEntry {
+            seq_low: seq as u32,
+            seq_high_and_short_len: (seq >> 32) as u32 | short_len << 24,
+            offset,
+            size,
+            tail_end,
+        });
+        Ok(())
+    }
+
+    fn finish(mut self) -> Index {
+        self.tails.shrink_to_fit();
+        let tails = Bytes::from(self.tails);
+        let live = LiveBytes::new(Index::size_of(&self.heads, &tails, &self.entries));
+        Index { heads: self.heads, tails, entries: self.entries, base: self.base, _live: live }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lsm::key::compare_internal;
 
     fn sample() -> Vec<u8> {
         let mut b = IndexBuilder::default();
@@ -260,19 +350,35 @@ mod tests {
             b.add(key, *seq, BlockHandle::new(i as u64 * 10, 10));
         }
         let index = Index::decode(&b.finish(), 1000).unwrap();
+        let stored = entries.clone();
         entries.push((with(b"c"), 0));
         entries.push((Vec::new(), 0));
+        entries.push((prefix[..3].to_vec(), 0));
         for (key, _) in &entries {
             for seq in [0, 2, 5, 9, SeqNo::MAX] {
-                let linear = (0..index.len())
-                    .find(|&i| {
-                        let e = &index.entries[i];
-                        compare_internal(index.last_key(i), e.seq, key, seq) != Ordering::Less
-                    })
-                    .unwrap_or(index.len());
+                let linear = stored
+                    .iter()
+                    .position(|(k, s)| compare_internal(k, *s, key, seq) != Ordering::Less)
+                    .unwrap_or(stored.len());
                 assert_eq!(index.find(key, seq), linear, "{key:?} @ {seq}");
+                for (i, (k, _)) in stored.iter().enumerate() {
+                    assert_eq!(index.compare_last_key(i, key), k.as_slice().cmp(key));
+                }
             }
         }
+    }
+
+    /// With 16-byte keys an entry takes its head and 20 bytes: the tails are empty.
+    #[test]
+    fn entries_of_short_keys_take_36_bytes() {
+        let mut b = IndexBuilder::default();
+        for i in 0..1000u64 {
+            b.add(format!("k{i:015}").as_bytes(), i, BlockHandle::new(i * 100, 100));
+        }
+        let index = Index::decode(&b.finish(), 1 << 20).unwrap();
+        assert_eq!(index.memory_size() - std::mem::size_of::<Index>(), 1000 * 36);
+        assert_eq!(index.handle(999), BlockHandle::new(99_900, 100));
+        assert_eq!(index.find(b"k000000000000500", 500), 500);
     }
 
     #[test]

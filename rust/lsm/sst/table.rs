@@ -352,7 +352,7 @@ impl Table {
         let span_start = index.handle(first).offset;
         let mut last = first;
         while last + 1 < index.len()
-            && index.last_key(last) < end
+            && index.compare_last_key(last, end).is_lt()
             && index.handle(last + 1).end().unwrap_or(u64::MAX) - span_start <= max_bytes
         {
             last += 1;
