@@ -150,7 +150,7 @@ impl IndexFilterTier {
     /// The tier's room with `memtables` bytes charged: what they leave idle of their share, so
     /// memtables and tier together stay within it. (It was half the share at most while the
     /// heap kept what flushes and compactions freed resident, `native_heap`: with the whole
-    /// share 64M keys peaked at budget + 113 MiB then, budget + 54 now in `benches/scale.rs`.)
+    /// share 64M keys peaked at budget + 113 MiB then, budget + 51 now in `benches/scale.rs`.)
     fn room(&self, memtables: u64) -> u64 {
         self.memtable_budget.saturating_sub(memtables)
     }
