@@ -1,8 +1,9 @@
 //! Index and filter memory stays within the memory budget (the block cache, and what memtables
 //! leave idle of their share) however many tables are open: a database of 1000+ small SST files
-//! whose indexes and filters together are several times the budget, read back key by key. Alone in its test binary, because it reads the process-wide gauge of live
-//! index and filter memory (`index_filter_live_bytes`), which counts every decoded index and
-//! filter wherever it is held, independently of the cache's own accounting.
+//! whose indexes and filters together are several times the budget, read back key by key. Alone
+//! in its test binary, because it reads the process-wide gauge of live index and filter memory
+//! (`index_filter_live_bytes`), which counts every decoded index and filter wherever it is held,
+//! independently of the cache's own accounting.
 
 use std::sync::Arc;
 

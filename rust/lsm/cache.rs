@@ -5,8 +5,8 @@
 //! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
 //!
 //! The memtables' share of the budget is theirs only while they fill. What they leave idle holds
-//! index and filter partitions (`with_index_filter_tier`): a tier of its
-//! own that shrinks as memtables grow and takes the room back once they are flushed, so from about 16M keys, where
+//! index and filter partitions (`with_index_filter_tier`): a tier of its own that shrinks as
+//! memtables grow and takes the room back once they are flushed, so from about 16M keys, where
 //! the partitions outgrow the block cache, reads still find them in memory, inside the budget.
 //! Data blocks stay in the block cache: they churn, and a large churning cache leaves freed
 //! blocks resident in malloc's arenas (see the README's scale benchmark).
@@ -147,14 +147,6 @@ struct IndexFilterTier {
 }
 
 impl IndexFilterTier {
-    /// The tier's room with `memtables` bytes charged: what they leave idle of their share, so
-    /// memtables and tier together stay within it. (It was half the share at most while the
-    /// heap kept what flushes and compactions freed resident, `native_heap`: with the whole
-    /// share 64M keys peaked at budget + 113 MiB then, budget + 51 now in `benches/scale.rs`.)
-    fn room(&self, memtables: u64) -> u64 {
-        self.memtable_budget.saturating_sub(memtables)
-    }
-
     /// Below this room (1/16 of the memtables' share) partitions go to the block cache: a tier
     /// that small would only churn.
     fn is_open(&self) -> bool {
@@ -349,7 +341,8 @@ impl BlockCache {
             self.cache.set_capacity(blocks);
         }
         if let Some(tier) = &self.tier {
-            let idle = tier.room(memtables);
+            // Memtables and tier together stay within the memtables' share.
+            let idle = tier.memtable_budget.saturating_sub(memtables);
             if idle != tier.blocks.capacity() {
                 tier.blocks.set_capacity(idle);
             }

@@ -157,8 +157,7 @@ fn memtables_charged_to_the_cache_take_room_from_blocks_until_flushed() {
             let room = db.stats().index_filter_room_bytes;
             let budget = 3 * DbOptions::default().memtable_bytes;
             let slack = 2 * memtable_charge_step(DbOptions::default().memtable_bytes);
-            let idle = budget - memtables;
-            assert!(room.abs_diff(idle) <= slack, "{room} of room");
+            assert!(room.abs_diff(budget - memtables) <= slack, "{room} of room");
         }
         db.flush().unwrap();
         assert_eq!(db.stats().memtable_bytes, 0);

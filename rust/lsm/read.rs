@@ -181,7 +181,7 @@ async fn resolve_in_files(
         };
         let visit = |seq, kind, value| resolver.push(seq, kind, value);
         // Consults the file's bloom filter first.
-        if memo.get(table, p, key, snapshot, visit).await? {
+        if memo.get(table, p, key, hash, snapshot, visit).await? {
             return Ok(());
         }
     }
@@ -206,18 +206,21 @@ struct MemoEntry {
 }
 
 impl PartitionMemo {
-    /// `Table::get` through the memo, `p` being the key's partition of `table`.
+    /// `Table::get` through the memo, `p` being the key's partition of `table` and `hash` its
+    /// `hash64`.
     async fn get(
         &self,
         table: &Table,
         p: usize,
         key: &[u8],
+        hash: u64,
         snapshot: SeqNo,
         visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> Result<bool> {
         let id = table.cache_id();
-        let may_contain =
-            |filter: &Option<Arc<Bloom>>| filter.as_ref().is_none_or(|b| b.may_contain(key));
+        let may_contain = |filter: &Option<Arc<Bloom>>| {
+            filter.as_ref().is_none_or(|b| b.may_contain_hashed(hash))
+        };
         let passed = match self.with_entry(id, p, |e| e.filter.as_ref().map(may_contain)) {
             Some(passed) => passed,
             None => {

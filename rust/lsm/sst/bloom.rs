@@ -117,9 +117,16 @@ impl Bloom {
         Ok(Bloom { bits: raw.slice(..bits.len()), probes, _live: live })
     }
 
+    #[cfg(test)]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.may_contain_hashed(hash64(user_key))
+    }
+
+    /// `may_contain` of the key hashed to `hash` (`hash64`): a read hashes its key once for all
+    /// the files it probes.
+    pub(crate) fn may_contain_hashed(&self, hash: u64) -> bool {
         let m = (self.bits.len() * 8) as u64;
-        probe_bits(hash64(user_key), self.probes, m)
+        probe_bits(hash, self.probes, m)
             .all(|bit| self.bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
     }
 
