@@ -130,6 +130,15 @@ fn blocks(capacity_bytes: u64, kinds: &Arc<KindBytes>) -> Blocks {
     )
 }
 
+/// Which of the caches holds an index or filter partition.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Holder {
+    /// The memtables' idle room, which keeps what it holds while its capacity lasts.
+    Room,
+    /// The block cache, where it churns with the data blocks.
+    BlockCache,
+}
+
 /// Where a block missing from one of the caches came from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fetched {
@@ -371,26 +380,27 @@ impl BlockCache {
 
     /// `get_or_load` for an index or filter partition: in the memtables' idle room while it is
     /// open and not full (taking the partition over from the block cache if it was loaded there
-    /// while the room was closed or full), else in the block cache.
+    /// while the room was closed or full), else in the block cache. Says where it is.
     pub(crate) async fn get_or_load_index_filter<F>(
         &self,
         table_id: u64,
         offset: u64,
         load: F,
-    ) -> Result<CachedBlock>
+    ) -> Result<(CachedBlock, Holder)>
     where
         F: Future<Output = Result<CachedBlock>>,
     {
+        let in_cache = |block| (block, Holder::BlockCache);
         let Some(tier) = self.tier.as_ref().filter(|t| t.is_open()) else {
-            return self.get_or_load(table_id, offset, load).await;
+            return self.get_or_load(table_id, offset, load).await.map(in_cache);
         };
         let key = (table_id, offset);
         if !tier.has_room() {
             if let Some(block) = tier.blocks.get(&key) {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(block);
+                self.count_hit();
+                return Ok((block, Holder::Room));
             }
-            return self.get_or_load(table_id, offset, load).await;
+            return self.get_or_load(table_id, offset, load).await.map(in_cache);
         }
         let take_over_or_read = async {
             match self.cache.remove(&key) {
@@ -401,7 +411,8 @@ impl BlockCache {
                 None => Ok((load.await?, Fetched::Read)),
             }
         };
-        self.get_or_insert(&tier.blocks, key, take_over_or_read).await
+        let block = self.get_or_insert(&tier.blocks, key, take_over_or_read).await?;
+        Ok((block, Holder::Room))
     }
 
     /// The block under `key` in `blocks`, else the one `fetch` brings, inserted there; counts a
@@ -417,7 +428,7 @@ impl BlockCache {
     {
         let guard = match blocks.get_value_or_guard_async(&key).await {
             Ok(block) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
+                self.count_hit();
                 return Ok(block);
             }
             Err(guard) => guard,
@@ -436,13 +447,21 @@ impl BlockCache {
         Ok(block)
     }
 
-    /// The cached block, if present (a hit), without loading it.
-    pub(crate) fn get_cached(&self, table_id: u64, offset: u64) -> Option<CachedBlock> {
+    /// The cached block, if present (a hit), without loading it, and where it is.
+    pub(crate) fn get_cached(&self, table_id: u64, offset: u64) -> Option<(CachedBlock, Holder)> {
         let key = (table_id, offset);
-        let tier = self.tier.as_ref().and_then(|t| t.blocks.get(&key));
-        let block = tier.or_else(|| self.cache.get(&key))?;
+        let in_room = self.tier.as_ref().and_then(|t| t.blocks.get(&key));
+        let found = match in_room {
+            Some(block) => (block, Holder::Room),
+            None => (self.cache.get(&key)?, Holder::BlockCache),
+        };
+        self.count_hit();
+        Some(found)
+    }
+
+    /// A block found in memory outside the cache's own lookups (`RoomSlots`).
+    pub(crate) fn count_hit(&self) {
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(block)
     }
 
     /// The cached block, if present, without counting a hit or changing its recency.
@@ -487,13 +506,14 @@ mod tests {
         CachedBlock::Filter(Arc::new(Bloom::decode(bloom.finish().into()).unwrap()))
     }
 
-    /// Loads partition `offset` of table 1, counting the loads.
-    fn get(cache: &BlockCache, offset: u64, loads: &AtomicU64) -> CachedBlock {
+    /// Loads partition `offset` of table 1, counting the loads; says where it is held.
+    fn get(cache: &BlockCache, offset: u64, loads: &AtomicU64) -> Holder {
         block_on(cache.get_or_load_index_filter(1, offset, async {
             loads.fetch_add(1, Ordering::Relaxed);
             Ok(filter(1000))
         }))
         .unwrap()
+        .1
     }
 
     #[test]
@@ -521,12 +541,12 @@ mod tests {
         assert!(cache.usage_bytes() <= room + (64 << 10), "{} bytes cached", cache.usage_bytes());
 
         // A room too small to be worth it sends partitions to the block cache...
-        get(&cache, 1000, &loads);
+        assert_eq!(get(&cache, 1000, &loads), Holder::BlockCache);
         assert!(cache.cache.peek(&(1, 1000)).is_some(), "in the block cache");
         // ...and once memtables are flushed, the room takes it over without reading it again.
         cache.charge_memtables(BUDGET - (64 << 10), 0);
         let loaded = loads.load(Ordering::Relaxed);
-        get(&cache, 1000, &loads);
+        assert_eq!(get(&cache, 1000, &loads), Holder::Room);
         assert_eq!(loads.load(Ordering::Relaxed), loaded, "taken over, not loaded");
         assert!(cache.cache.peek(&(1, 1000)).is_none(), "held once");
         assert!(cache.peek(1, 1000).is_some(), "in the room");
@@ -549,8 +569,9 @@ mod tests {
         // The first partitions filled the room and stayed there.
         let loaded = loads.load(Ordering::Relaxed);
         for offset in 0..100 {
-            get(&cache, offset, &loads);
+            assert_eq!(get(&cache, offset, &loads), Holder::Room);
         }
         assert_eq!(loads.load(Ordering::Relaxed), loaded, "the room kept its partitions");
+        assert_eq!(get(&cache, 999, &loads), Holder::BlockCache, "the others");
     }
 }

@@ -32,6 +32,7 @@ mod iter;
 mod live;
 mod partitions;
 mod properties;
+mod room_slots;
 mod table;
 
 #[cfg(test)]

@@ -16,8 +16,9 @@ use super::handle::BlockHandle;
 use super::index::Index;
 use super::iter::TableIterator;
 use super::partitions::decode_directory;
+use super::room_slots::RoomSlots;
 use super::{TableProperties, properties};
-use crate::lsm::cache::{BlockCache, CachedBlock};
+use crate::lsm::cache::{BlockCache, CachedBlock, Holder};
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
 use crate::storage::StorageRef;
 use crate::{Error, Result};
@@ -46,6 +47,8 @@ pub struct Table {
     data_end: u64,
     /// Bytes this reader charges to the cache while open.
     reserved: u64,
+    /// The partitions the index/filter room holds, reached without a cache lookup.
+    slots: RoomSlots,
 }
 
 /// Where a block sits: its index partition (loaded) and its entry in it.
@@ -198,6 +201,7 @@ impl Table {
             + properties.smallest_key.len()
             + properties.largest_key.len()) as u64;
         cache.reserve(reserved);
+        let slots = RoomSlots::new(top.len(), Arc::clone(&cache));
         Table {
             storage,
             path,
@@ -208,6 +212,7 @@ impl Table {
             properties,
             data_end,
             reserved,
+            slots,
         }
     }
 
@@ -244,7 +249,7 @@ impl Table {
     /// Bytes the open reader holds in memory (charged to the block cache); index and filter
     /// partitions are in the cache itself.
     pub fn memory_size(&self) -> usize {
-        self.reserved as usize
+        (self.reserved + self.slots.charged_bytes()) as usize
     }
 
     /// Feeds `visit` the versions of `user_key` with seq <= snapshot, newest first, up to and
@@ -485,31 +490,45 @@ impl Table {
         Error::corruption(&self.path, handle.offset, m.0)
     }
 
-    /// Index partition `p` through the cache.
+    /// Index partition `p`: from its slot while the room holds it, else through the cache.
     pub(crate) async fn index_partition(&self, p: usize) -> Result<Arc<Index>> {
+        if let Some(index) = self.slots.index(p) {
+            self.cache.count_hit();
+            return Ok(index);
+        }
         let handle = self.top.handle(p);
         let data_end = self.data_end;
         let loaded = self.cached_index_filter(handle, |raw| {
             Ok(CachedBlock::Index(Arc::new(decode_index_partition(&raw, data_end)?)))
         });
         match loaded.await? {
-            CachedBlock::Index(index) => Ok(index),
+            (CachedBlock::Index(index), holder) => {
+                if holder == Holder::Room {
+                    self.slots.hold_index(p, &index);
+                }
+                Ok(index)
+            }
             _ => {
                 Err(self.corruption(handle, Malformed::new("index partition shares a data offset")))
             }
         }
     }
 
-    /// Filter partition `p` through the cache; None if the table has no filters.
+    /// Filter partition `p` (from its slot while the room holds it, else through the cache);
+    /// None if the table has no filters.
     pub(crate) async fn filter_partition(&self, p: usize) -> Result<Option<Arc<Bloom>>> {
         let Some(&handle) = self.filters.get(p) else {
             return Ok(None);
         };
+        if let Some(bloom) = self.slots.filter(p) {
+            self.cache.count_hit();
+            return Ok(Some(bloom));
+        }
         let loaded = self.cached_index_filter(handle, |raw| {
             Ok(CachedBlock::Filter(Arc::new(Bloom::decode(raw)?)))
         });
         match loaded.await? {
-            CachedBlock::Filter(bloom) => Ok(Some(bloom)),
+            (CachedBlock::Filter(bloom), holder) => Ok(Some(self.filter_held_by(p, bloom, holder))),
             _ => Err(self.corruption(handle, Malformed::new("filter partition shares an offset"))),
         }
     }
@@ -520,10 +539,24 @@ impl Table {
         let Some(handle) = self.filters.get(p) else {
             return Some(None);
         };
+        if let Some(bloom) = self.slots.filter(p) {
+            self.cache.count_hit();
+            return Some(Some(bloom));
+        }
         match self.cache.get_cached(self.cache_id, handle.offset)? {
-            CachedBlock::Filter(bloom) => Some(Some(bloom)),
+            (CachedBlock::Filter(bloom), holder) => {
+                Some(Some(self.filter_held_by(p, bloom, holder)))
+            }
             _ => None,
         }
+    }
+
+    /// `bloom`, filter partition `p` just found in `holder`, given a slot if that is the room.
+    fn filter_held_by(&self, p: usize, bloom: Arc<Bloom>, holder: Holder) -> Arc<Bloom> {
+        if holder == Holder::Room {
+            self.slots.hold_filter(p, &bloom);
+        }
+        bloom
     }
 
     /// A data block through the cache; concurrent misses on one block share one read.
@@ -547,7 +580,7 @@ impl Table {
         &self,
         handle: BlockHandle,
         decode: impl FnOnce(Bytes) -> Decoded<CachedBlock>,
-    ) -> Result<CachedBlock> {
+    ) -> Result<(CachedBlock, Holder)> {
         let load = self.load(handle, decode);
         self.cache.get_or_load_index_filter(self.cache_id, handle.offset, load).await
     }
