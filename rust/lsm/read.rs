@@ -57,7 +57,7 @@ pub(crate) fn multi_get(
     // In key order, lookups that land in the same file partition or block follow each other and
     // find its index, filter and block still in the CPU's caches.
     pending.sort_unstable_by(|a, b| a.1.cmp(b.1));
-    let version = &sv.version;
+    let (version, sv) = (&sv.version, &*sv);
     let memo = &PartitionMemo::default();
     // Prefetched blocks must still be cached when their scans run.
     let prefetch_budget = db.cache.block_capacity() / 4;
@@ -68,7 +68,7 @@ pub(crate) fn multi_get(
         let mut waiting = Vec::new();
         for (i, key, mut resolver) in pending {
             let mut lookup = Box::pin(async move {
-                resolve_in_files(version, key, snapshot, &mut resolver, memo).await?;
+                resolve_in_files(sv, key, snapshot, &mut resolver, memo).await?;
                 Ok::<_, crate::Error>((i, resolver.into_value()))
             });
             match (&mut lookup).now_or_never() {
@@ -159,45 +159,63 @@ fn resolve_in_memtables(
 }
 
 async fn resolve_in_files(
-    version: &Version,
+    sv: &SuperVersion,
     key: &[u8],
     snapshot: SeqNo,
     resolver: &mut VersionResolver,
     memo: &PartitionMemo,
 ) -> Result<()> {
-    let level0 = version.levels[0].iter().filter(|f| f.contains(key));
-    let deeper = (1..version.levels.len()).filter_map(|level| version.file_for_key(level, key));
-    let files = level0.chain(deeper);
-    let hash = hash64(key);
-    // The key's partition in each file already open, found once for the prefetch and the probe.
-    let found: SmallVec<[Option<Option<usize>>; 16]> = files
-        .clone()
-        .map(|f| f.opened().map(|table| memo.prefetch_filter(table, key, snapshot, hash)))
-        .collect();
-    for (file, found) in files.zip(found) {
+    let files = sv.file_map.files_for_key(&sv.version, key);
+    let lookup = Lookup { key, hash: hash64(key), snapshot };
+    // The key's partition in each file already open, found once for the prefetches and the probe.
+    let found: SmallVec<[Option<Option<usize>>; 16]> =
+        files.clone().map(|(_, f)| f.opened().map(|t| t.partition_of(key, snapshot))).collect();
+    // Each file's filter bits are a few steps away in memory (slot, counts, bits); each step
+    // is taken for all files before the next, so the files' misses overlap.
+    let open = || {
+        files.clone().zip(&found).filter_map(|((n, f), found)| Some((n, f.opened()?, (*found)?)))
+    };
+    for stage in 0..2 {
+        open().filter_map(|(_, t, p)| Some((t, p?))).for_each(|(t, p)| {
+            t.prefetch_filter_stage(p, stage);
+        });
+    }
+    open().for_each(|(n, t, p)| {
+        if let Some(p) = p {
+            memo.prefetch_filter(n, t, p, &lookup);
+        }
+    });
+    for ((n, file), found) in files.zip(found) {
         let table = file.table().await?;
         let Some(p) = found.unwrap_or_else(|| table.partition_of(key, snapshot)) else {
             continue;
         };
         let visit = |seq, kind, value| resolver.push(seq, kind, value);
         // Consults the file's bloom filter first.
-        if memo.get(table, p, key, hash, snapshot, visit).await? {
+        if memo.get(n, table, p, &lookup, visit).await? {
             return Ok(());
         }
     }
     Ok(())
 }
 
-/// The filter and index partition each table's latest lookup in a batch used. The batch looks
+/// A key looked up at `snapshot`, with its `hash64` for the filters.
+struct Lookup<'a> {
+    key: &'a [u8],
+    hash: u64,
+    snapshot: SeqNo,
+}
+
+/// The filter and index partition each file's latest lookup in a batch used. The batch looks
 /// its keys up in key order, so neighbours land in the same partitions one after the other and
 /// find both here instead of in the block cache (two lookups fewer per file probed). It holds one
-/// pair per table, for one batch (a few KiB each, usually also in the cache). A key first takes
-/// the filters of all files it will probe (`prefetch_filter`), then probes them one by one.
+/// entry per file, by the file's ordinal in the version (`FileMap`), for one batch (a partition
+/// is a few KiB, usually also in the cache). A key first takes the filters of all files it will
+/// probe (`prefetch_filter`), then probes them one by one.
 #[derive(Default)]
-struct PartitionMemo(RefCell<Vec<MemoEntry>>);
+struct PartitionMemo(RefCell<Vec<Option<MemoEntry>>>);
 
 struct MemoEntry {
-    table: u64,
     partition: usize,
     /// Loaded once the first lookup in the partition needed it: the filter (`Some(None)`: the
     /// table has none), the index partition.
@@ -206,87 +224,68 @@ struct MemoEntry {
 }
 
 impl PartitionMemo {
-    /// `Table::get` through the memo, `p` being the key's partition of `table` and `hash` its
-    /// `hash64`.
+    /// `Table::get` through the memo, `table` being file `n` of the version and `p` the key's
+    /// partition of it.
     async fn get(
         &self,
+        n: usize,
         table: &Table,
         p: usize,
-        key: &[u8],
-        hash: u64,
-        snapshot: SeqNo,
+        lookup: &Lookup<'_>,
         visit: impl FnMut(SeqNo, ValueKind, Bytes) -> bool,
     ) -> Result<bool> {
-        let id = table.cache_id();
         let may_contain = |filter: &Option<Arc<Bloom>>| {
-            filter.as_ref().is_none_or(|b| b.may_contain_hashed(hash))
+            filter.as_ref().is_none_or(|b| b.may_contain_hashed(lookup.hash))
         };
-        let passed = match self.with_entry(id, p, |e| e.filter.as_ref().map(may_contain)) {
+        let passed = match self.with_entry(n, p, |e| e.filter.as_ref().map(may_contain)) {
             Some(passed) => passed,
             None => {
                 let filter = table.filter_partition(p).await?;
                 let passed = may_contain(&filter);
-                self.with_entry(id, p, |e| e.filter = Some(filter));
+                self.with_entry(n, p, |e| e.filter = Some(filter));
                 passed
             }
         };
         if !passed {
             return Ok(false);
         }
-        let index = match self.with_entry(id, p, |e| e.index.clone()) {
+        let index = match self.with_entry(n, p, |e| e.index.clone()) {
             Some(index) => index,
             None => {
                 let index = table.index_partition(p).await?;
-                self.with_entry(id, p, |e| e.index = Some(Arc::clone(&index)));
+                self.with_entry(n, p, |e| e.index = Some(Arc::clone(&index)));
                 index
             }
         };
-        table.get_in_partition(key, snapshot, p, index, visit).await
+        table.get_in_partition(lookup.key, lookup.snapshot, p, index, visit).await
     }
 
-    /// Prefetches the filter bits of `key` (hashed to `hash`) in its filter partition of `table`
-    /// if that partition is in memory (the memo, else the block cache, and then the memo).
-    /// Returns the key's partition of `table` (None past its end).
-    fn prefetch_filter(
-        &self,
-        table: &Table,
-        key: &[u8],
-        snapshot: SeqNo,
-        hash: u64,
-    ) -> Option<usize> {
-        let p = table.partition_of(key, snapshot)?;
-        let id = table.cache_id();
-        let filter = match self.with_entry(id, p, |e| e.filter.clone()) {
-            Some(filter) => filter,
-            None => {
-                let Some(filter) = table.cached_filter_partition(p) else {
-                    return Some(p);
-                };
-                self.with_entry(id, p, |e| e.filter = Some(filter.clone()));
-                filter
-            }
-        };
-        if let Some(bloom) = filter {
-            bloom.prefetch(hash);
+    /// Prefetches the filter bits of the key in its filter partition `p` of `table`, file `n` of
+    /// the version, if that partition is in memory (the memo, else the block cache, and then the
+    /// memo).
+    fn prefetch_filter(&self, n: usize, table: &Table, p: usize, lookup: &Lookup<'_>) {
+        let prefetch =
+            |filter: &Option<Arc<Bloom>>| filter.iter().for_each(|b| b.prefetch(lookup.hash));
+        let memoized = self.with_entry(n, p, |e| e.filter.as_ref().map(prefetch));
+        if memoized.is_none()
+            && let Some(filter) = table.cached_filter_partition(p)
+        {
+            prefetch(&filter);
+            self.with_entry(n, p, |e| e.filter = Some(filter));
         }
-        Some(p)
     }
 
-    /// Runs `f` on the entry of partition `p` of table `id`, which replaces the table's entry
-    /// for another partition. (Never held across an await: lookups interleave.)
-    fn with_entry<T>(&self, id: u64, p: usize, f: impl FnOnce(&mut MemoEntry) -> T) -> T {
+    /// Runs `f` on the entry of file `n`, for partition `p`: it replaces the file's entry for
+    /// another partition. (Never held across an await: lookups interleave.)
+    fn with_entry<T>(&self, n: usize, p: usize, f: impl FnOnce(&mut MemoEntry) -> T) -> T {
         let mut entries = self.0.borrow_mut();
-        let at = match entries.iter().position(|e| e.table == id) {
-            Some(at) => at,
-            None => {
-                entries.push(MemoEntry { table: id, partition: p, filter: None, index: None });
-                entries.len() - 1
-            }
-        };
-        let entry = &mut entries[at];
-        if entry.partition != p {
-            *entry = MemoEntry { table: id, partition: p, filter: None, index: None };
+        if entries.len() <= n {
+            entries.resize_with(n + 1, || None);
         }
-        f(entry)
+        let entry = &mut entries[n];
+        if entry.as_ref().is_none_or(|e| e.partition != p) {
+            *entry = Some(MemoEntry { partition: p, filter: None, index: None });
+        }
+        f(entry.as_mut().expect("set above"))
     }
 }

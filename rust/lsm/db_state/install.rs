@@ -56,7 +56,7 @@ impl DbInner {
         if let Some(memtable) = flushed {
             memtable.set_flushed_into(version.clone());
         }
-        *sv = Arc::new(SuperVersion { mem: sv.mem.clone(), frozen, version });
+        *sv = Arc::new(SuperVersion::new(sv.mem.clone(), frozen, version));
         drop(sv);
         drop(meta);
         old.files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());

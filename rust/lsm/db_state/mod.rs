@@ -25,7 +25,7 @@ use crate::lsm::options::DbOptions;
 use crate::lsm::stats::EngineCounters;
 use crate::lsm::ttl::TtlFilters;
 use crate::lsm::version::manifest::{ManifestData, delete_manifests_before, read_latest_manifest};
-use crate::lsm::version::{ObsoleteFiles, Version, delete_orphans};
+use crate::lsm::version::{FileMap, ObsoleteFiles, Version, delete_orphans};
 use crate::storage::{IoCounters, MeteredStorage, StorageRef, block_on};
 use crate::{Error, Result};
 
@@ -40,9 +40,17 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     pub frozen: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// Where a point read finds its key's files in `version`.
+    pub file_map: Arc<FileMap>,
 }
 
 impl SuperVersion {
+    /// Made of the memtables and `version`.
+    pub fn new(mem: Arc<MemTable>, frozen: Vec<Arc<MemTable>>, version: Arc<Version>) -> Self {
+        let file_map = Arc::new(FileMap::new(&version));
+        SuperVersion { mem, frozen, version, file_map }
+    }
+
     /// Bytes of the active and the frozen memtables.
     pub fn memtable_bytes(&self) -> u64 {
         self.mem.approximate_bytes()
@@ -144,11 +152,11 @@ impl DbInner {
             write_lock: Mutex::new(()),
             visible_seq: AtomicU64::new(data.last_seq),
             frozen_total: AtomicU64::new(0),
-            super_version: RwLock::new(Arc::new(SuperVersion {
-                mem: Arc::new(MemTable::new(options.memtable_bytes)),
-                frozen: Vec::new(),
-                version: Arc::new(version),
-            })),
+            super_version: RwLock::new(Arc::new(SuperVersion::new(
+                Arc::new(MemTable::new(options.memtable_bytes)),
+                Vec::new(),
+                Arc::new(version),
+            ))),
             meta: Mutex::new(MetaState { manifest_number, released }),
             families: RwLock::new(
                 data.column_families

@@ -101,6 +101,7 @@ impl DbInner {
             mem: Arc::new(MemTable::new(self.options.memtable_bytes)),
             frozen,
             version: sv.version.clone(),
+            file_map: sv.file_map.clone(),
         });
         self.frozen_total.fetch_add(1, Ordering::AcqRel);
     }

@@ -136,7 +136,7 @@ impl Bloom {
     pub(crate) fn prefetch(&self, hash: u64) {
         let m = (self.bits.len() * 8) as u64;
         for bit in probe_bits(hash, self.probes, m) {
-            prefetch_line(&self.bits[(bit / 8) as usize]);
+            prefetch_line(&self.bits[(bit / 8) as usize] as *const u8);
         }
     }
 
@@ -145,17 +145,16 @@ impl Bloom {
     }
 }
 
-fn prefetch_line(byte: &u8) {
-    // SAFETY: SSE is part of every x86_64 target, and a prefetch is only a hint: it never faults
-    // and has no effect the program can observe (here the address is a live reference anyway).
+/// Asks the CPU to bring the cache line of `at` in while the program goes on.
+pub(crate) fn prefetch_line(at: *const u8) {
+    // SAFETY: SSE is part of every x86_64 target, and a prefetch is only a hint: it never faults,
+    // whatever the address, and has no effect the program can observe.
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (byte as *const u8).cast(),
-        );
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = byte;
+    let _ = at;
 }
 
 #[cfg(test)]

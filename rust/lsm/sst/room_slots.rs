@@ -13,7 +13,7 @@ use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::bloom::Bloom;
+use super::bloom::{Bloom, prefetch_line};
 use super::index::Index;
 use crate::lsm::cache::BlockCache;
 
@@ -53,6 +53,26 @@ impl RoomSlots {
 
     pub(crate) fn index(&self, p: usize) -> Option<Arc<Index>> {
         self.slot(p, |(_, index)| self.upgrade(index, INDEX_SHELL))?
+    }
+
+    /// Prefetches slot `p`, the first step of the way to its filter.
+    pub(crate) fn prefetch_slot(&self, p: usize) {
+        if let Some(slot) = self.slots.get(p) {
+            prefetch_line((slot as *const Mutex<Slot>).cast());
+        }
+    }
+
+    /// Prefetches the counts of the filter slot `p` points at, the second step: `filter(p)`
+    /// then finds them in the CPU's caches.
+    pub(crate) fn prefetch_filter(&self, p: usize) {
+        self.slot(p, |(filter, _)| {
+            if let Some(filter) = filter {
+                // The counts sit just before the value (two words, `FILTER_SHELL`); only an
+                // address is formed, and a prefetch never faults.
+                let counts = filter.as_ptr().cast::<u8>().wrapping_sub(2 * size_of::<usize>());
+                prefetch_line(counts);
+            }
+        });
     }
 
     pub(crate) fn hold_filter(&self, p: usize, filter: &Arc<Bloom>) {

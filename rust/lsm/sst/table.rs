@@ -224,11 +224,6 @@ impl Table {
         &self.path
     }
 
-    /// Process-unique id of this open file (its blocks' key in the cache).
-    pub(crate) fn cache_id(&self) -> u64 {
-        self.cache_id
-    }
-
     /// False only if the bloom filter proves `user_key` absent (may load a filter partition).
     #[cfg(test)]
     pub async fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
@@ -530,6 +525,16 @@ impl Table {
         match loaded.await? {
             (CachedBlock::Filter(bloom), holder) => Ok(Some(self.filter_held_by(p, bloom, holder))),
             _ => Err(self.corruption(handle, Malformed::new("filter partition shares an offset"))),
+        }
+    }
+
+    /// Starts bringing filter partition `p` into the CPU's caches, if the room holds it: `stage`
+    /// 0 prefetches its slot, 1 (the slot in cache) the partition's counts. A read calls both
+    /// stages over all the files it will probe, so their misses to memory overlap.
+    pub(crate) fn prefetch_filter_stage(&self, p: usize, stage: u8) {
+        match stage {
+            0 => self.slots.prefetch_slot(p),
+            _ => self.slots.prefetch_filter(p),
         }
     }
 

@@ -5,10 +5,12 @@
 //! handed over to a checkpoint is external from then on, its new owner deletes it.
 
 mod bounds;
+mod file_map;
 pub mod manifest;
 mod obsolete;
 
 pub use bounds::Bounds;
+pub(crate) use file_map::FileMap;
 pub use obsolete::{ObsoleteFiles, delete_orphans};
 
 use std::sync::Arc;
@@ -267,13 +269,6 @@ impl Version {
         largest: &[u8],
     ) -> Vec<Arc<TableFile>> {
         self.levels[level].iter().filter(|f| f.overlaps(smallest, largest)).cloned().collect()
-    }
-
-    /// The file of sorted level `level` (>= 1) whose range holds `key`.
-    pub fn file_for_key(&self, level: usize, key: &[u8]) -> Option<&Arc<TableFile>> {
-        let files = &self.levels[level];
-        let i = files.partition_point(|f| f.ends_before(key));
-        files.get(i).filter(|f| f.smallest() <= key)
     }
 
     /// Drops the fragments of range deletes that can no longer delete anything: no file may hold
