@@ -172,19 +172,14 @@ async fn resolve_in_files(
         files.clone().map(|(_, f)| f.opened().map(|t| t.partition_of(key, snapshot))).collect();
     // Each file's filter bits are a few steps away in memory (slot, counts, bits); each step
     // is taken for all files before the next, so the files' misses overlap.
-    let open = || {
-        files.clone().zip(&found).filter_map(|((n, f), found)| Some((n, f.opened()?, (*found)?)))
-    };
-    for stage in 0..2 {
-        open().filter_map(|(_, t, p)| Some((t, p?))).for_each(|(t, p)| {
-            t.prefetch_filter_stage(p, stage);
-        });
-    }
-    open().for_each(|(n, t, p)| {
-        if let Some(p) = p {
-            memo.prefetch_filter(n, t, p, &lookup);
-        }
-    });
+    let open: SmallVec<[(usize, &Arc<Table>, usize); 16]> = files
+        .clone()
+        .zip(&found)
+        .filter_map(|((n, f), found)| Some((n, f.opened()?, (*found)??)))
+        .collect();
+    open.iter().for_each(|&(_, t, p)| t.prefetch_filter_slot(p));
+    open.iter().for_each(|&(_, t, p)| t.prefetch_filter_counts(p));
+    open.iter().for_each(|&(n, t, p)| memo.prefetch_filter(n, t, p, &lookup));
     for ((n, file), found) in files.zip(found) {
         let table = file.table().await?;
         let Some(p) = found.unwrap_or_else(|| table.partition_of(key, snapshot)) else {

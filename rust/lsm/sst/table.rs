@@ -528,14 +528,16 @@ impl Table {
         }
     }
 
-    /// Starts bringing filter partition `p` into the CPU's caches, if the room holds it: `stage`
-    /// 0 prefetches its slot, 1 (the slot in cache) the partition's counts. A read calls both
-    /// stages over all the files it will probe, so their misses to memory overlap.
-    pub(crate) fn prefetch_filter_stage(&self, p: usize, stage: u8) {
-        match stage {
-            0 => self.slots.prefetch_slot(p),
-            _ => self.slots.prefetch_filter(p),
-        }
+    /// Prefetches the slot of filter partition `p`: the first step of the way to it, for a read
+    /// that takes each step for all the files it will probe, so their misses to memory overlap.
+    pub(crate) fn prefetch_filter_slot(&self, p: usize) {
+        self.slots.prefetch_slot(p);
+    }
+
+    /// The second step, once the slot is in the CPU's caches: the partition's counts, if the
+    /// room holds it.
+    pub(crate) fn prefetch_filter_counts(&self, p: usize) {
+        self.slots.prefetch_filter(p);
     }
 
     /// Filter partition `p` if it is in memory: `Some(None)` if the table has no filters, None
