@@ -233,43 +233,12 @@ fn with_free_neighbours(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lsm::cache::BlockCache;
     use crate::lsm::compaction::in_flight::Compactions;
     use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
-    use crate::lsm::sst::TableProperties;
-    use crate::lsm::version::ObsoleteFiles;
-    use crate::lsm::version::manifest::FileRecord;
-    use crate::storage::{StorageOptions, open_storage};
 
     /// A file of `size` bytes over [lo, hi] (no table behind it: the picker reads none).
     fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<TableFile> {
-        let props = TableProperties {
-            smallest_key: lo.to_string().into(),
-            largest_key: hi.to_string().into(),
-            min_seq: 1,
-            max_seq: 1,
-            entries: 10,
-            size,
-        };
-        let record = FileRecord {
-            level: 0,
-            number,
-            path: format!("{number:06}.sst"),
-            size,
-            props,
-            tombstones_applied_through: 0,
-            bounds: None,
-            owned: true,
-            location: None,
-        };
-        let storage = open_storage("memory://picker-tests", &StorageOptions::default()).unwrap();
-        let cache = Arc::new(BlockCache::new(1 << 20));
-        Arc::new(TableFile::from_record(
-            &record,
-            storage,
-            cache,
-            Arc::new(ObsoleteFiles::default()),
-        ))
+        TableFile::without_table(number, lo, hi, size, None)
     }
 
     fn options() -> DbOptions {

@@ -72,46 +72,16 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::lsm::cache::BlockCache;
-    use crate::lsm::sst::TableProperties;
-    use crate::lsm::version::manifest::FileRecord;
-    use crate::lsm::version::{Bounds, ObsoleteFiles};
-    use crate::storage::{StorageOptions, open_storage};
+    use crate::lsm::version::Bounds;
 
     /// A file over [lo, hi], or over [lo, hi) when `exclusive` (a restore's clipped bounds).
     fn file(number: u64, lo: &str, hi: &str, exclusive: bool) -> Arc<TableFile> {
-        let props = TableProperties {
-            smallest_key: Bytes::copy_from_slice(lo.as_bytes()),
-            largest_key: Bytes::copy_from_slice(hi.as_bytes()),
-            min_seq: 1,
-            max_seq: 1,
-            entries: 10,
-            size: 100,
-        };
         let bounds = exclusive.then(|| Bounds {
-            smallest: props.smallest_key.clone(),
-            end: props.largest_key.clone(),
+            smallest: Bytes::copy_from_slice(lo.as_bytes()),
+            end: Bytes::copy_from_slice(hi.as_bytes()),
             end_exclusive: true,
         });
-        let record = FileRecord {
-            level: 0,
-            number,
-            path: format!("{number:06}.sst"),
-            size: 100,
-            props,
-            tombstones_applied_through: 0,
-            bounds,
-            owned: true,
-            location: None,
-        };
-        let storage = open_storage("memory://file-map-tests", &StorageOptions::default()).unwrap();
-        let cache = Arc::new(BlockCache::new(1 << 20));
-        Arc::new(TableFile::from_record(
-            &record,
-            storage,
-            cache,
-            Arc::new(ObsoleteFiles::default()),
-        ))
+        TableFile::without_table(number, lo, hi, 100, bounds)
     }
 
     /// What `files_for_key` must find: every level-0 file holding the key, then the one of each

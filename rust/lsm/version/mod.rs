@@ -305,3 +305,45 @@ impl Version {
         self.tombstones.max_seq()
     }
 }
+
+#[cfg(test)]
+impl TableFile {
+    /// A file of `size` bytes over [lo, hi] seen through `bounds`, with no table behind it: for
+    /// tests of what reads only the files' metadata (the picker, the file map).
+    pub(crate) fn without_table(
+        number: u64,
+        lo: &str,
+        hi: &str,
+        size: u64,
+        bounds: Option<Bounds>,
+    ) -> Arc<TableFile> {
+        use crate::storage::{StorageOptions, open_storage};
+        let props = TableProperties {
+            smallest_key: bytes::Bytes::copy_from_slice(lo.as_bytes()),
+            largest_key: bytes::Bytes::copy_from_slice(hi.as_bytes()),
+            min_seq: 1,
+            max_seq: 1,
+            entries: 10,
+            size,
+        };
+        let record = FileRecord {
+            level: 0,
+            number,
+            path: format!("{number:06}.sst"),
+            size,
+            props,
+            tombstones_applied_through: 0,
+            bounds,
+            owned: true,
+            location: None,
+        };
+        let storage = open_storage("memory://metadata-only", &StorageOptions::default()).unwrap();
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        Arc::new(TableFile::from_record(
+            &record,
+            storage,
+            cache,
+            Arc::new(ObsoleteFiles::default()),
+        ))
+    }
+}
