@@ -57,7 +57,8 @@ pub(crate) fn multi_get(
     // In key order, lookups that land in the same file partition or block follow each other and
     // find its index, filter and block still in the CPU's caches.
     pending.sort_unstable_by(|a, b| a.1.cmp(b.1));
-    let (version, sv) = (&sv.version, &*sv);
+    let sv = &*sv;
+    let version = &sv.version;
     let memo = &PartitionMemo::default();
     // Prefetched blocks must still be cached when their scans run.
     let prefetch_budget = db.cache.block_capacity() / 4;
@@ -165,22 +166,24 @@ async fn resolve_in_files(
     resolver: &mut VersionResolver,
     memo: &PartitionMemo,
 ) -> Result<()> {
-    let files = sv.file_map.files_for_key(&sv.version, key);
+    // Searched once: the prefetches and the probes below walk the same files.
+    let files: SmallVec<[(usize, &Arc<TableFile>); 16]> =
+        sv.file_map.files_for_key(&sv.version, key).collect();
     let lookup = Lookup { key, hash: hash64(key), snapshot };
     // The key's partition in each file already open, found once for the prefetches and the probe.
     let found: SmallVec<[Option<Option<usize>>; 16]> =
-        files.clone().map(|(_, f)| f.opened().map(|t| t.partition_of(key, snapshot))).collect();
+        files.iter().map(|(_, f)| f.opened().map(|t| t.partition_of(key, snapshot))).collect();
     // Each file's filter bits are a few steps away in memory (slot, counts, bits); each step
     // is taken for all files before the next, so the files' misses overlap.
     let open: SmallVec<[(usize, &Arc<Table>, usize); 16]> = files
-        .clone()
+        .iter()
         .zip(&found)
-        .filter_map(|((n, f), found)| Some((n, f.opened()?, (*found)??)))
+        .filter_map(|(&(n, f), found)| Some((n, f.opened()?, (*found)??)))
         .collect();
     open.iter().for_each(|&(_, t, p)| t.prefetch_filter_slot(p));
     open.iter().for_each(|&(_, t, p)| t.prefetch_filter_counts(p));
     open.iter().for_each(|&(n, t, p)| memo.prefetch_filter(n, t, p, &lookup));
-    for ((n, file), found) in files.zip(found) {
+    for (&(n, file), found) in files.iter().zip(found) {
         let table = file.table().await?;
         let Some(p) = found.unwrap_or_else(|| table.partition_of(key, snapshot)) else {
             continue;

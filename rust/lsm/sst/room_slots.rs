@@ -19,10 +19,13 @@ use crate::lsm::cache::BlockCache;
 
 type Slot = (Option<Weak<Bloom>>, Option<Weak<Index>>);
 
+/// An `Arc`'s strong and weak counts, which sit just before its value.
+const COUNTS: usize = 2 * size_of::<usize>();
+
 /// What a slot's `Weak` keeps allocated once its partition is gone: the counts and the struct,
 /// not the bits or the entries.
-const FILTER_SHELL: u64 = (2 * size_of::<usize>() + size_of::<Bloom>()) as u64;
-const INDEX_SHELL: u64 = (2 * size_of::<usize>() + size_of::<Index>()) as u64;
+const FILTER_SHELL: u64 = (COUNTS + size_of::<Bloom>()) as u64;
+const INDEX_SHELL: u64 = (COUNTS + size_of::<Index>()) as u64;
 
 /// One slot per partition of a table: its filter and its index partition. Charged to the cache:
 /// the slots, and a shell for every slot that points somewhere (while the partition lives, its
@@ -67,10 +70,8 @@ impl RoomSlots {
     pub(crate) fn prefetch_filter(&self, p: usize) {
         self.slot(p, |(filter, _)| {
             if let Some(filter) = filter {
-                // The counts sit just before the value (two words, `FILTER_SHELL`); only an
-                // address is formed, and a prefetch never faults.
-                let counts = filter.as_ptr().cast::<u8>().wrapping_sub(2 * size_of::<usize>());
-                prefetch_line(counts);
+                // Only an address is formed, and a prefetch never faults.
+                prefetch_line(filter.as_ptr().cast::<u8>().wrapping_sub(COUNTS));
             }
         });
     }

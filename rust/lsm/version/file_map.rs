@@ -36,7 +36,7 @@ impl FileMap {
         &'a self,
         version: &'a Version,
         key: &'a [u8],
-    ) -> impl Iterator<Item = (usize, &'a Arc<TableFile>)> + Clone + 'a {
+    ) -> impl Iterator<Item = (usize, &'a Arc<TableFile>)> + 'a {
         debug_assert!(version.levels.iter().zip(&self.heads).all(|(f, h)| f.len() == h.len()));
         let head = head_of(key);
         let level0 = version.levels[0].iter().zip(&self.heads[0]).enumerate();
