@@ -30,8 +30,10 @@ import java.util.regex.Pattern;
  * over to checkpoints stay for the JobManager to delete, and a directory goes once nothing is
  * left in it (the JobManager's last deletion there removes it too: {@link #removeIfEmpty}).
  * Subtasks of one job share the parents and open and dispose concurrently, so neither step may
- * fail because of the other: removing only deletes parents that are empty, and creating retries
- * when a parent it just made was removed that way before it could create the child. Only our own
+ * fail because of the other: removing only deletes parents that are empty. On a local disk, the
+ * subtasks of one JVM create a directory and remove an empty parent one at a time; creating
+ * retries when another process (a task manager sharing the disk) removed a parent it just made
+ * before it could create the child. Only our own
  * levels are removed: {@code op_*} and a job directory, never the primary directory or the
  * checkpoint storage's {@code shared} directory above them.
  */
@@ -39,8 +41,14 @@ public final class DbDirectory {
 
     private static final Logger LOG = LoggerFactory.getLogger(DbDirectory.class);
 
-    /** Enough for any interleaving seen in practice; each retry follows another subtask's cleanup. */
+    /** Each retry follows another process's cleanup of a parent; in-JVM ones wait instead. */
     private static final int CREATE_ATTEMPTS = 100;
+
+    /**
+     * Held while a local directory is created and while an empty local parent is removed: the
+     * subtasks of a JVM then never remove a parent between its creation and its child's.
+     */
+    private static final Object LOCAL_LAYOUT = new Object();
 
     /** A DB directory's name: the subtask index and the attempt number. */
     private static final Pattern ATTEMPT_DIR = Pattern.compile("subtask_(\\d+)_attempt_(\\d+)");
@@ -168,7 +176,9 @@ public final class DbDirectory {
         File local = localDirectory(dir.toUri().toString());
         try {
             if (local != null) {
-                Files.deleteIfExists(local.toPath());
+                synchronized (LOCAL_LAYOUT) {
+                    Files.deleteIfExists(local.toPath());
+                }
                 return true;
             }
             FileSystem fs = dir.getFileSystem();
@@ -182,14 +192,19 @@ public final class DbDirectory {
     static void createRacingCleanup(java.nio.file.Path dir) throws IOException {
         for (int attempt = 1; ; attempt++) {
             try {
-                Files.createDirectories(dir);
+                synchronized (LOCAL_LAYOUT) {
+                    Files.createDirectories(dir);
+                }
                 return;
             } catch (NoSuchFileException | FileAlreadyExistsException e) {
-                // a parent made by this call was removed by another subtask's cleanup (the JDK
+                // a parent made by this call was removed by another process's cleanup (the JDK
                 // reports a parent that vanished between its two checks as "already exists"):
                 // once the directory exists, its parents are not empty and no cleanup removes them
                 if (attempt == CREATE_ATTEMPTS) {
-                    throw e;
+                    throw new IOException(
+                            "Cannot create " + dir + ": its parents were removed " + attempt
+                                    + " times while it was being created",
+                            e);
                 }
             }
         }
