@@ -8,9 +8,11 @@
 //! `MapState.clear()` of one older map, so the deletes interleave with the live data and each
 //! covers real entries, and every row holds the same data: only the deletes differ.
 //! A get reads a random live entry; a prefix scan iterates one random live map (100 entries).
-//! Rates are per CPU second of the reading thread (see `rate`).
-//! Run: `cargo bench --bench range_deletes` (env: RD_COUNTS=0,1000,..., RD_SECONDS per
-//! measurement, RD_COMPACT=0 to skip the final compaction).
+//! Rates are per CPU second of the reading thread (see `rate`). Each ratio is to a baseline
+//! database of the same data without deletes, measured in turns with it (`compare`): the 0 row
+//! compares two such databases, so its ratio shows how far apart equal ones measure.
+//! Run: `cargo bench --bench range_deletes` (env: RD_COUNTS=0,1000,..., RD_SECONDS of CPU time
+//! per side of a measurement, RD_COMPACT=0 to skip the final compaction).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -58,27 +60,23 @@ fn thread_cpu_time() -> Duration {
     Duration::from_nanos(nanos)
 }
 
-/// Runs `op` for about `budget` of CPU time three times and returns the best rate, in
-/// operations per CPU second of the calling thread: the machine is shared, so wall time would
-/// mostly measure the neighbours.
+/// Runs `op` for about `budget` of CPU time and returns its rate, in operations per CPU second
+/// of the calling thread: the machine is shared, so wall time would mostly measure the
+/// neighbours.
 fn rate(budget: Duration, mut op: impl FnMut()) -> f64 {
-    let mut best = 0f64;
-    for _ in 0..3 {
-        let start = thread_cpu_time();
-        let mut done = 0u64;
-        // Bounded: stops at the budget or at 10M operations, whichever comes first.
-        while done < 10_000_000 {
-            for _ in 0..64 {
-                op();
-            }
-            done += 64;
-            if thread_cpu_time() - start >= budget {
-                break;
-            }
+    let start = thread_cpu_time();
+    let mut done = 0u64;
+    // Bounded: stops at the budget or at 10M operations, whichever comes first.
+    while done < 10_000_000 {
+        for _ in 0..64 {
+            op();
         }
-        best = best.max(done as f64 / (thread_cpu_time() - start).as_secs_f64());
+        done += 64;
+        if thread_cpu_time() - start >= budget {
+            break;
+        }
     }
-    best
+    done as f64 / (thread_cpu_time() - start).as_secs_f64()
 }
 
 fn write_all(db: &Db, cf: &ColumnFamily, keys: impl Iterator<Item = Vec<u8>>) {
@@ -102,52 +100,120 @@ fn files(db: &Db) -> String {
     format!("{count} files, {mib:.2} MiB, {} tombstone fragments", stats.range_tombstones)
 }
 
-struct Rates {
-    gets: f64,
-    scans: f64,
+/// A database of the benchmark's data, and the range deletes written after it.
+struct Loaded {
+    db: Db,
+    cf: ColumnFamily,
+    /// Its files after the load, before the deletes.
+    loaded: String,
+    _dir: tempfile::TempDir,
 }
 
-fn measure(db: &Db, cf: &ColumnFamily, budget: Duration) -> Rates {
-    // Warm the block cache (it holds the whole state), so that every row reads from memory.
-    let mut it = db.iter(cf, None, None).unwrap();
-    while it.valid() {
-        it.advance().unwrap();
+fn load(deletes: u64) -> Loaded {
+    assert!(deletes <= OLD_MAPS, "at most {OLD_MAPS} deletes");
+    let dir = tempfile::tempdir().unwrap();
+    let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
+    let db = Db::open(&format!("file://{}", dir.path().display()), options).unwrap();
+    let cf = db.create_cf("map-state").unwrap();
+    let live = (0..MAPS).flat_map(|u| (0..ENTRIES_PER_MAP).map(move |e| entry(&live_prefix(u), e)));
+    let old =
+        (0..OLD_MAPS).flat_map(|m| (0..OLD_ENTRIES_PER_MAP).map(move |e| entry(&old_prefix(m), e)));
+    write_all(&db, &cf, live.chain(old));
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    let loaded = files(&db);
+    for c in 0..deletes {
+        let mut batch = WriteBatch::new();
+        batch.delete_prefix(&cf, &old_prefix(c));
+        db.write(&batch).unwrap();
     }
-    let mut rng = StdRng::seed_from_u64(7);
-    let gets = rate(budget, || {
+    Loaded { db, cf, loaded, _dir: dir }
+}
+
+impl Loaded {
+    /// Reads every block into the block cache (it holds the whole state), so that every
+    /// measurement reads from memory.
+    fn warm(&self) {
+        let mut it = self.db.iter(&self.cf, None, None).unwrap();
+        while it.valid() {
+            it.advance().unwrap();
+        }
+    }
+
+    /// Gets a random live entry.
+    fn get(&self, rng: &mut StdRng) {
         let user = rng.random_range(0..MAPS);
         let k = entry(&live_prefix(user), rng.random_range(0..ENTRIES_PER_MAP));
-        assert!(black_box(db.get(cf, &k).unwrap()).is_some(), "live key missing");
-    });
-    let scans = rate(budget, || {
+        assert!(black_box(self.db.get(&self.cf, &k).unwrap()).is_some(), "live key missing");
+    }
+
+    /// Iterates a random live map.
+    fn scan(&self, rng: &mut StdRng) {
         let prefix = live_prefix(rng.random_range(0..MAPS));
-        let mut it = db.iter_prefix(cf, &prefix).unwrap();
+        let mut it = self.db.iter_prefix(&self.cf, &prefix).unwrap();
         let mut n = 0;
         while it.valid() {
             n += 1;
             it.advance().unwrap();
         }
         assert_eq!(n, ENTRIES_PER_MAP, "map scan returned {n} entries");
-    });
-    Rates { gets, scans }
+    }
 }
 
-fn report(
-    baselines: &mut Vec<(&'static str, Rates)>,
-    deletes: u64,
-    place: &'static str,
-    rates: Rates,
-) {
-    if !baselines.iter().any(|(p, _)| *p == place) {
-        baselines.push((place, Rates { gets: rates.gets, scans: rates.scans }));
+/// Turns per measurement: each measures the baseline and the database with the deletes.
+const TURNS: usize = 7;
+
+/// Rates of a database with range deletes, and their ratios to the baseline's.
+struct Row {
+    gets: f64,
+    get_ratio: f64,
+    scans: f64,
+    scan_ratio: f64,
+}
+
+/// Measures `base` and `this` in turns, `budget` of CPU time each, so that a slow phase of the
+/// shared machine weighs on both sides of a turn's ratio; reports the medians.
+fn compare(base: &Loaded, this: &Loaded, budget: Duration) -> Row {
+    base.warm();
+    this.warm();
+    let turn = budget / TURNS as u32;
+    let (mut base_rng, mut rng) = (StdRng::seed_from_u64(7), StdRng::seed_from_u64(7));
+    let (mut gets, mut get_ratios, mut scans, mut scan_ratios) = (vec![], vec![], vec![], vec![]);
+    for t in 0..TURNS {
+        // Every other turn measures `this` first: the side measured second runs a few percent
+        // faster (the CPU's caches and clock are warm).
+        let mut pair = |op: fn(&Loaded, &mut StdRng), ratios: &mut Vec<f64>| {
+            let mut base_rate = || rate(turn, || op(base, &mut base_rng));
+            let mut this_rate = || rate(turn, || op(this, &mut rng));
+            let (base_rate, this_rate) = if t % 2 == 0 {
+                (base_rate(), this_rate())
+            } else {
+                let this_rate = this_rate();
+                (base_rate(), this_rate)
+            };
+            ratios.push(this_rate / base_rate);
+            this_rate
+        };
+        gets.push(pair(Loaded::get, &mut get_ratios));
+        scans.push(pair(Loaded::scan, &mut scan_ratios));
     }
-    let base = &baselines.iter().find(|(p, _)| *p == place).expect("just added").1;
+    Row {
+        gets: median(gets),
+        get_ratio: median(get_ratios),
+        scans: median(scans),
+        scan_ratio: median(scan_ratios),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn report(deletes: u64, place: &str, row: Row) {
     println!(
         "{deletes:>7} {place:>9} {:>12.0} {:>7.2}x {:>12.0} {:>7.2}x",
-        rates.gets,
-        rates.gets / base.gets,
-        rates.scans,
-        rates.scans / base.scans
+        row.gets, row.get_ratio, row.scans, row.scan_ratio
     );
 }
 
@@ -160,51 +226,32 @@ fn main() {
     let budget =
         Duration::from_secs_f64(env("RD_SECONDS").and_then(|s| s.parse().ok()).unwrap_or(1.0));
     let compact = env("RD_COMPACT").is_none_or(|v| v != "0");
-    // Each row's ratio is to the same placement's row with the first count (0 deletes).
-    let mut baselines = Vec::new();
+    // Every row's ratio is to this database: the same data, no deletes, compacted.
+    let base = load(0);
     println!(
         "{:>7} {:>9} {:>12} {:>8} {:>12} {:>8}",
         "deletes", "where", "gets/cpu-s", "ratio", "scans/cpu-s", "ratio"
     );
     for &deletes in &counts {
-        let dir = tempfile::tempdir().unwrap();
-        let options = DbOptions { auto_compaction: false, ..DbOptions::default() };
-        let db = Db::open(&format!("file://{}", dir.path().display()), options).unwrap();
-        let cf = db.create_cf("map-state").unwrap();
-        let live =
-            (0..MAPS).flat_map(|u| (0..ENTRIES_PER_MAP).map(move |e| entry(&live_prefix(u), e)));
-        let old = (0..OLD_MAPS)
-            .flat_map(|m| (0..OLD_ENTRIES_PER_MAP).map(move |e| entry(&old_prefix(m), e)));
-        write_all(&db, &cf, live.chain(old));
-        db.flush().unwrap();
-        db.compact_all().unwrap();
-        let loaded = files(&db);
-        assert!(deletes <= OLD_MAPS, "at most {OLD_MAPS} deletes");
-        for c in 0..deletes {
-            let mut batch = WriteBatch::new();
-            batch.delete_prefix(&cf, &old_prefix(c));
-            db.write(&batch).unwrap();
-        }
-        for place in ["memtable", "flushed"] {
-            if place == "flushed" {
-                db.flush().unwrap();
-            }
-            report(&mut baselines, deletes, place, measure(&db, &cf, budget));
-        }
+        let this = load(deletes);
+        report(deletes, "memtable", compare(&base, &this, budget));
+        this.db.flush().unwrap();
+        report(deletes, "flushed", compare(&base, &this, budget));
         if compact {
-            let before = files(&db);
+            let before = files(&this.db);
             let start = Instant::now();
-            db.compact_until_settled().unwrap();
+            this.db.compact_until_settled().unwrap();
             let settle_took = start.elapsed();
-            let settled = files(&db);
+            let settled = files(&this.db);
             let start = Instant::now();
-            db.compact_all().unwrap();
+            this.db.compact_all().unwrap();
             let took = start.elapsed();
-            report(&mut baselines, deletes, "compacted", measure(&db, &cf, budget));
+            report(deletes, "compacted", compare(&base, &this, budget));
             println!(
-                "        loaded: {loaded}; with deletes: {before}; after background-style \
+                "        loaded: {}; with deletes: {before}; after background-style \
                  compactions ({settle_took:.2?}): {settled}; after full compaction ({took:.2?}): {}",
-                files(&db)
+                this.loaded,
+                files(&this.db)
             );
         }
     }

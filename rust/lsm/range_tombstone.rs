@@ -18,6 +18,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::lsm::key::{SeqNo, head_of};
+use crate::lsm::sst::prefetch_line;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeTombstone {
@@ -87,6 +88,11 @@ pub struct FragmentedTombstones {
 
 /// Fragments per fence key.
 const FENCE_STRIDE: usize = 16;
+
+const CACHE_LINE: usize = 64;
+
+/// Most key bytes of a stride prefetched (the rest, of long keys, is read as the search needs it).
+const MAX_PREFETCH_KEY_BYTES: usize = 4096;
 
 impl std::fmt::Debug for FragmentedTombstones {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -222,7 +228,24 @@ impl FragmentedTombstones {
         let g = below + partition_point(ties, |i| self.fence_key(below + i) <= key);
         let from = g * FENCE_STRIDE;
         let to = self.bounds.len().min(from + FENCE_STRIDE);
+        self.prefetch_stride(from..to);
         from + self.bounds[from..to].partition_point(|b| self.end(b) <= key)
+    }
+
+    /// Asks for the cache lines of fragments `stride` (their bounds, then their keys, which sit
+    /// together), so that the search's steps through them wait for memory about twice, not once
+    /// per step.
+    fn prefetch_stride(&self, stride: Range<usize>) {
+        let bounds = &self.bounds[stride];
+        let (Some(first), Some(last)) = (bounds.first(), bounds.last()) else {
+            return;
+        };
+        let bound_bytes = std::mem::size_of_val(bounds);
+        let at = bounds.as_ptr().cast::<u8>();
+        (0..bound_bytes).step_by(CACHE_LINE).for_each(|i| prefetch_line(at.wrapping_add(i)));
+        let end = last.offset + (last.start_len + last.end_len) as usize;
+        let keys = &self.keys[first.offset..end.min(first.offset + MAX_PREFETCH_KEY_BYTES)];
+        keys.iter().step_by(CACHE_LINE).for_each(|b| prefetch_line(b));
     }
 
     /// Number of fragment `i` if it covers `key`, else 0.

@@ -47,7 +47,7 @@ use crate::lsm::key::SeqNo;
 pub(crate) use block::Block;
 #[cfg(test)]
 pub(crate) use bloom::BloomBuilder;
-pub(crate) use bloom::{Bloom, fastrange, hash64};
+pub(crate) use bloom::{Bloom, fastrange, hash64, prefetch_line};
 pub use builder::{MAX_ENTRY_BYTES, TableBuilder};
 pub(crate) use handle::BlockHandle;
 pub(crate) use index::Index;
