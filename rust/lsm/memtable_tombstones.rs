@@ -4,14 +4,21 @@
 //! its ends and pushes its number onto the fragments in between. Readers of the active memtable
 //! may read at a snapshot older than its newest deletes (a write can land while they read), so
 //! they take the highest number at or below their snapshot.
+//!
+//! Most range deletes delete a whole prefix (`MapState.clear()`: `[p, successor(p))`), and those
+//! are also kept by prefix (`DeletedPrefixes`): a key outside all of them is told so by a hash
+//! probe per prefix length, without a search of the B-tree (a cache miss per key compared).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 
 use bytes::Bytes;
 
+use crate::lsm::column_family::prefix_successor;
 use crate::lsm::key::SeqNo;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
+use crate::lsm::sst::hash64;
 
 #[derive(Debug)]
 struct Fragment {
@@ -24,6 +31,72 @@ struct Fragment {
 pub struct MemTombstones {
     /// Keyed by fragment start.
     fragments: BTreeMap<Bytes, Fragment>,
+    prefixes: DeletedPrefixes,
+}
+
+/// Prefix lengths `DeletedPrefixes` tells apart; a memtable's prefix deletes have about one
+/// length per kind of state key.
+const MAX_PREFIX_LENGTHS: usize = 8;
+
+/// The prefixes of the range deletes, while all of them delete whole prefixes: a key is covered
+/// only if one of its prefixes is here. Hashes only, so a collision sends a key to the search.
+#[derive(Debug, Default)]
+struct DeletedPrefixes {
+    /// The lengths of the prefixes, each once.
+    lengths: Vec<usize>,
+    /// `hash64` of each prefix.
+    hashes: HashSet<u64, BuildHasherDefault<AsIs>>,
+    /// A delete that is not of a whole prefix, or too many lengths: every key is searched.
+    unusable: bool,
+}
+
+impl DeletedPrefixes {
+    fn add(&mut self, start: &[u8], end: &[u8]) {
+        if self.unusable {
+            return;
+        }
+        let whole_prefix = prefix_successor(start).is_some_and(|successor| successor == end);
+        if !whole_prefix
+            || (!self.lengths.contains(&start.len()) && self.lengths.len() == MAX_PREFIX_LENGTHS)
+        {
+            self.unusable = true;
+            self.lengths = Vec::new();
+            self.hashes = HashSet::default();
+            return;
+        }
+        if !self.lengths.contains(&start.len()) {
+            self.lengths.push(start.len());
+        }
+        self.hashes.insert(hash64(start));
+    }
+
+    /// False if no delete covers `key`.
+    fn may_cover(&self, key: &[u8]) -> bool {
+        self.unusable
+            || self
+                .lengths
+                .iter()
+                .any(|&n| n <= key.len() && self.hashes.contains(&hash64(&key[..n])))
+    }
+}
+
+/// Hashes `hash64` values as they are: they are hashes already.
+#[derive(Default)]
+struct AsIs(u64);
+
+impl Hasher for AsIs {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not called for u64 keys; anything else still hashes.
+        bytes.iter().for_each(|&b| self.0 = self.0.rotate_left(8) ^ u64::from(b));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
 }
 
 impl MemTombstones {
@@ -34,6 +107,7 @@ impl MemTombstones {
         if start >= end {
             return 0;
         }
+        self.prefixes.add(&start, &end);
         self.split_at(&start);
         self.split_at(&end);
         let mut gaps = Vec::new();
@@ -76,6 +150,9 @@ impl MemTombstones {
 
     /// Highest sequence number at or below `snapshot` of a tombstone covering `key` (0 if none).
     pub fn covering_seq(&self, key: &[u8], snapshot: SeqNo) -> SeqNo {
+        if !self.prefixes.may_cover(key) {
+            return 0;
+        }
         let upto = (Bound::Unbounded, Bound::Included(key));
         match self.fragments.range::<[u8], _>(upto).next_back() {
             Some((_, fragment)) if key < fragment.end.as_ref() => visible_seq(fragment, snapshot),
@@ -179,6 +256,57 @@ mod tests {
         assert_eq!(view.to_tombstones(), [t("e", "k", 2)]);
         assert_eq!(mem.view(b"c", Some(b"e"), MAX_SEQ).len(), 0);
         assert_eq!(mem.view(b"b", Some(b"b\0"), MAX_SEQ).to_tombstones(), [t("a", "c", 1)]);
+    }
+
+    /// Prefix deletes (`[p, successor(p))`) of keys over a tiny alphabet, so that keys equal,
+    /// extend and fall just outside deleted prefixes, and prefixes end in 0xff: the prefix probe
+    /// must never hide a covered key, first with few prefix lengths, then past the limit, then
+    /// after one delete that is not of a whole prefix.
+    #[test]
+    fn deleted_prefixes_never_hide_a_covered_key() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        let alphabet = [0u8, 1, 0x7f, 0xfe, 0xff];
+        let mut key = |rng: &mut rand::rngs::StdRng, len: usize| -> Vec<u8> {
+            (0..len).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect()
+        };
+        let prefix_delete = |start: Vec<u8>, seq| {
+            let end = prefix_successor(&start).expect("not all 0xff");
+            RangeTombstone { start: Bytes::from(start), end: Bytes::from(end), seq }
+        };
+        let mut mem = MemTombstones::default();
+        let mut tombstones = Vec::new();
+        let mut probes: Vec<Vec<u8>> = (0..400).map(|i| key(&mut rng, i % 7)).collect();
+        for seq in 1..=120 {
+            // Lengths 1-3 first; from seq 60 on up to 11, past MAX_PREFIX_LENGTHS.
+            let len = if seq < 60 { 1 + seq as usize % 3 } else { 1 + seq as usize % 11 };
+            let mut prefix = key(&mut rng, len);
+            if prefix.iter().all(|&b| b == 0xff) {
+                prefix[0] = 1;
+            }
+            probes.push(prefix.clone());
+            probes.push([&prefix[..], &[0]].concat());
+            let tombstone = if seq == 100 {
+                t("\u{1}", "\u{1}\u{1}", seq) // not a whole prefix
+            } else {
+                prefix_delete(prefix, seq)
+            };
+            mem.add(tombstone.clone());
+            tombstones.push(tombstone);
+            if seq % 20 == 0 {
+                assert_eq!(mem.prefixes.unusable, seq >= 80, "prefixes probed until then");
+                for probe in &probes {
+                    for snapshot in [seq / 2, seq] {
+                        assert_eq!(
+                            mem.covering_seq(probe, snapshot),
+                            covering(&tombstones, probe, snapshot),
+                            "{probe:?}@{snapshot} after {seq} deletes"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(mem.prefixes.unusable, "past the length limit");
     }
 
     #[test]
