@@ -267,7 +267,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(13);
         let alphabet = [0u8, 1, 0x7f, 0xfe, 0xff];
-        let mut key = |rng: &mut rand::rngs::StdRng, len: usize| -> Vec<u8> {
+        let key = |rng: &mut rand::rngs::StdRng, len: usize| -> Vec<u8> {
             (0..len).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect()
         };
         let prefix_delete = |start: Vec<u8>, seq| {
