@@ -17,7 +17,7 @@ use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::version::Version;
 
 /// Heap of one range delete beyond its bounds' bytes: its fragment in the tree map with the
-/// map's node and the allocator's rounding, and its prefix's hash (`DeletedPrefixes`).
+/// map's node and the allocator's rounding, and its prefix's hash (`TombstonePrefixes`).
 const TOMBSTONE_OVERHEAD: u64 = 192;
 
 /// Filter bits per byte of memtable: 1 in 8, about 10 bits per key for entries of 80 bytes

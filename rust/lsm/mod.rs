@@ -38,6 +38,7 @@ mod retry;
 pub mod sst;
 pub mod stats;
 mod table_sink;
+mod tombstone_prefixes;
 pub mod ttl;
 pub mod version;
 mod writer_lock;
