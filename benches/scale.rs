@@ -19,13 +19,15 @@
 //! Run: `cargo bench --bench scale` (env: SCALE_KEYS="1000000 4000000", SCALE_READS=200000,
 //! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs" (also:
 //! ours-dynamic, rocksdb-dynamic), SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800,
-//! SCALE_COMPACTION_THREADS: ours' `max_background_compactions`, default 1, 2 for ours-dfs).
+//! SCALE_COMPACTION_THREADS: ours' `max_background_compactions`, default 1, 2 for ours-dfs;
+//! SCALE_TURNS=1 adds per size a row of get and multi_get ratios measured in turns, see
+//! `read_turns`).
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use forst::lsm::{Db, DbOptions, WriteBatch};
+use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
 use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_storage};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -147,17 +149,12 @@ fn per_s(n: u64, since: Instant) -> f64 {
 /// Latency of the `ours-dfs` rows' store per request.
 const DFS_LATENCY: Duration = Duration::from_micros(1500);
 
-fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
-    let url = format!("file://{}", dir.display());
-    let local = open_storage(&url, &StorageOptions::default()).unwrap();
-    let latency_store =
-        dfs.then(|| Arc::new(LatencyStorage::new(local.clone(), Latency::per_call(DFS_LATENCY))));
-    let storage = latency_store.clone().map_or(local, |store| store as StorageRef);
-    // On the latency store, what the Flink backend sets for a DB on a remote file system
-    // (`ForStStateBackend.nativeOptions`): Flink's 64 MB files and two compaction threads.
+/// Our engine's options for a row; `dfs`: what the Flink backend sets for a DB on a remote file
+/// system (`ForStStateBackend.nativeOptions`): Flink's 64 MB files and two compaction threads.
+fn ours_options(dfs: bool, dynamic: bool) -> DbOptions {
     let (target_file_bytes, compactions) =
         if dfs { (64 << 20, 2) } else { (DbOptions::default().target_file_bytes, 1) };
-    let options = DbOptions {
+    DbOptions {
         block_cache_bytes: BLOCK_CACHE,
         memtable_bytes: MEMTABLE,
         max_frozen_memtables: FROZEN,
@@ -166,13 +163,14 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
             as usize,
         target_file_bytes,
         ..DbOptions::default()
-    };
-    let db = Db::open_with_storage(storage, options).unwrap();
-    let cf = db.create_cf("state").unwrap();
-    let start = Instant::now();
+    }
+}
+
+/// Writes `keys` keys, flushes and waits until compaction settled.
+fn load_ours(db: &Db, cf: &ColumnFamily, keys: u64) {
     let mut batch = WriteBatch::new();
     for i in 0..keys {
-        batch.put(&cf, &key(i), &value(i));
+        batch.put(cf, &key(i), &value(i));
         if batch.len() as u64 == BATCH {
             db.write(&batch).unwrap();
             batch.clear();
@@ -181,6 +179,31 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
     db.write(&batch).unwrap();
     db.flush().unwrap();
     db.compact_until_settled().unwrap();
+}
+
+fn ours_gets(db: &Db, cf: &ColumnFamily, probes: &[Vec<u8>]) {
+    for k in probes {
+        assert!(db.get(cf, k).unwrap().is_some());
+    }
+}
+
+fn ours_multi_gets(db: &Db, cf: &ColumnFamily, probes: &[Vec<u8>]) {
+    for chunk in probes.chunks(BATCH as usize) {
+        let request: Vec<_> = chunk.iter().map(|k| (cf, &k[..])).collect();
+        assert!(db.multi_get(&request).unwrap().iter().all(Option::is_some));
+    }
+}
+
+fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bool) -> Row {
+    let url = format!("file://{}", dir.display());
+    let local = open_storage(&url, &StorageOptions::default()).unwrap();
+    let latency_store =
+        dfs.then(|| Arc::new(LatencyStorage::new(local.clone(), Latency::per_call(DFS_LATENCY))));
+    let storage = latency_store.clone().map_or(local, |store| store as StorageRef);
+    let db = Db::open_with_storage(storage, ours_options(dfs, dynamic)).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    let start = Instant::now();
+    load_ours(&db, &cf, keys);
     let load = per_s(keys, start);
     let stats = db.stats();
     if let Some(store) = &latency_store {
@@ -202,16 +225,11 @@ fn run_ours(dir: &std::path::Path, keys: u64, reads: u64, dfs: bool, dynamic: bo
     let rss_loaded = rss_mib();
     let probes = read_keys(keys, reads, 7);
     let start = Instant::now();
-    for k in &probes {
-        assert!(db.get(&cf, k).unwrap().is_some());
-    }
+    ours_gets(&db, &cf, &probes);
     let get = per_s(reads, start);
     let batched = read_keys(keys, reads, 8);
     let start = Instant::now();
-    for chunk in batched.chunks(BATCH as usize) {
-        let request: Vec<_> = chunk.iter().map(|k| (&cf, &k[..])).collect();
-        assert!(db.multi_get(&request).unwrap().iter().all(Option::is_some));
-    }
+    ours_multi_gets(&db, &cf, &batched);
     let multi_get = per_s(reads, start);
     let after = db.stats();
     eprintln!(
@@ -262,7 +280,9 @@ fn rocks_ticker(stats: &str, name: &str) -> u64 {
 /// `in_budget`: index and filter blocks in the block cache, L0's pinned, as Flink sets RocksDB
 /// (and its ForSt) up under managed memory; otherwise RocksDB's default of holding every index
 /// and filter in memory outside the cache.
-fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dynamic: bool) -> Row {
+/// RocksDB's options for a row; `in_budget`: index and filter blocks in the block cache, as
+/// Flink sets it up under managed memory.
+fn rocks_options(in_budget: bool, dynamic: bool) -> rocksdb::Options {
     let mut table = rocksdb::BlockBasedOptions::default();
     let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE as usize).unwrap();
     table.set_block_cache(&cache);
@@ -278,14 +298,22 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dyna
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
     options.set_level_compaction_dynamic_level_bytes(dynamic);
     options.enable_statistics();
+    options
+}
+
+/// A RocksDB with the family "state", opened with `options`.
+fn open_rocks(dir: &std::path::Path, options: &rocksdb::Options) -> rocksdb::DB {
     // The family takes the options too: `open_cf` would give it RocksDB's defaults (no bloom
     // filter, the default codec and block cache, 2 write buffers, static level sizes).
     let state = rocksdb::ColumnFamilyDescriptor::new("state", options.clone());
-    let db = rocksdb::DB::open_cf_descriptors(&options, dir, [state]).unwrap();
+    rocksdb::DB::open_cf_descriptors(options, dir, [state]).unwrap()
+}
+
+/// Writes `keys` keys (no WAL, as ours has none), flushes and waits until compaction settled.
+fn load_rocks(db: &rocksdb::DB, keys: u64) {
     let cf = db.cf_handle("state").unwrap();
     let mut no_wal = rocksdb::WriteOptions::default();
     no_wal.disable_wal(true);
-    let start = Instant::now();
     let mut batch = rocksdb::WriteBatch::default();
     for i in 0..keys {
         batch.put_cf(cf, key(i), value(i));
@@ -303,6 +331,29 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dyna
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn rocks_gets(db: &rocksdb::DB, probes: &[Vec<u8>]) {
+    let cf = db.cf_handle("state").unwrap();
+    for k in probes {
+        assert!(db.get_pinned_cf(cf, k).unwrap().is_some());
+    }
+}
+
+fn rocks_multi_gets(db: &rocksdb::DB, probes: &[Vec<u8>]) {
+    let cf = db.cf_handle("state").unwrap();
+    for chunk in probes.chunks(BATCH as usize) {
+        let got = db.batched_multi_get_cf(cf, chunk, false);
+        assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+    }
+}
+
+fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dynamic: bool) -> Row {
+    let options = rocks_options(in_budget, dynamic);
+    let db = open_rocks(dir, &options);
+    let cf = db.cf_handle("state").unwrap();
+    let start = Instant::now();
+    load_rocks(&db, keys);
     let load = per_s(keys, start);
     let stats = options.get_statistics().unwrap_or_default();
     let written = rocks_ticker(&stats, "rocksdb.flush.write.bytes")
@@ -316,16 +367,11 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dyna
 
     let probes = read_keys(keys, reads, 7);
     let start = Instant::now();
-    for k in &probes {
-        assert!(db.get_pinned_cf(cf, k).unwrap().is_some());
-    }
+    rocks_gets(&db, &probes);
     let get = per_s(reads, start);
     let batched = read_keys(keys, reads, 8);
     let start = Instant::now();
-    for chunk in batched.chunks(BATCH as usize) {
-        let got = db.batched_multi_get_cf(cf, chunk, false);
-        assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
-    }
+    rocks_multi_gets(&db, &batched);
     let multi_get = per_s(reads, start);
     Row {
         load_per_s: load,
@@ -335,6 +381,59 @@ fn run_rocks(dir: &std::path::Path, keys: u64, reads: u64, in_budget: bool, dyna
         write_amp: written as f64 / user_bytes(keys),
         peak_rss_mib: peak_rss_mib(),
     }
+}
+
+/// Turns of a `turns` row.
+const TURNS: u64 = 6;
+
+/// In the child, for `SCALE_TURNS`: loads ours and rocksdb as the `ours` and `rocksdb` rows do,
+/// side by side, then measures their gets and multi_gets in turns on the same keys, alternating
+/// which goes first, and prints the median of the turns' ratios and their range. A slow phase of
+/// the shared machine then weighs on both sides of a ratio; the rows measure the two engines
+/// minutes apart.
+fn read_turns(base: &str, keys: u64, reads: u64) {
+    let (ours_dir, rocks_dir) =
+        (tempfile::tempdir_in(base).unwrap(), tempfile::tempdir_in(base).unwrap());
+    let url = format!("file://{}", ours_dir.path().display());
+    let db = Db::open(&url, ours_options(false, false)).unwrap();
+    let cf = db.create_cf("state").unwrap();
+    load_ours(&db, &cf, keys);
+    let rocks = open_rocks(rocks_dir.path(), &rocks_options(false, false));
+    load_rocks(&rocks, keys);
+    let per_turn = (reads / TURNS).max(1);
+    let timed = |reads: &dyn Fn()| {
+        let start = Instant::now();
+        reads();
+        per_s(per_turn, start)
+    };
+    let (mut get_ratios, mut multi_get_ratios) = (Vec::new(), Vec::new());
+    for turn in 0..TURNS {
+        let ratio = |ours: &dyn Fn(), rocks: &dyn Fn()| {
+            if turn % 2 == 0 {
+                let ours = timed(ours);
+                ours / timed(rocks)
+            } else {
+                let rocks = timed(rocks);
+                timed(ours) / rocks
+            }
+        };
+        let probes = read_keys(keys, per_turn, 100 + turn);
+        get_ratios.push(ratio(&|| ours_gets(&db, &cf, &probes), &|| rocks_gets(&rocks, &probes)));
+        let probes = read_keys(keys, per_turn, 200 + turn);
+        multi_get_ratios.push(ratio(&|| ours_multi_gets(&db, &cf, &probes), &|| {
+            rocks_multi_gets(&rocks, &probes)
+        }));
+    }
+    let text = |mut ratios: Vec<f64>| {
+        ratios.sort_by(f64::total_cmp);
+        let median = (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0;
+        format!("{median:.2}x ({:.2}-{:.2})", ratios[0], ratios[ratios.len() - 1])
+    };
+    println!(
+        "| {keys} | ours/rocksdb in {TURNS} turns | | {} | {} | | | | |",
+        text(get_ratios),
+        text(multi_get_ratios)
+    );
 }
 
 /// In the child: runs one row and prints it.
@@ -347,6 +446,9 @@ fn child(spec: &str) {
     }
     .min(keys);
     let base = env_or("SCALE_DIR", &std::env::temp_dir().display().to_string());
+    if engine == "turns" {
+        return read_turns(&base, keys, reads);
+    }
     let dir = tempfile::tempdir_in(base).unwrap();
     let row = match engine {
         "ours" => run_ours(dir.path(), keys, reads, false, false),
@@ -362,6 +464,11 @@ fn child(spec: &str) {
 
 /// In the parent: runs one row in a child process, killed after `timeout`.
 fn run_row(engine: &str, keys: u64, timeout: Duration) -> Option<Row> {
+    run_child(engine, keys, timeout)?.lines().find_map(Row::decode)
+}
+
+/// Runs this binary for `SCALE_ROW=engine:keys`, killed after `timeout`; what it printed.
+fn run_child(engine: &str, keys: u64, timeout: Duration) -> Option<String> {
     let exe = std::env::current_exe().unwrap();
     let out_path =
         std::env::temp_dir().join(format!("scale-row-{}-{engine}-{keys}", std::process::id()));
@@ -383,7 +490,7 @@ fn run_row(engine: &str, keys: u64, timeout: Duration) -> Option<Row> {
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
     match status {
-        Some(s) if s.success() => text.lines().find_map(Row::decode),
+        Some(s) if s.success() => Some(text),
         Some(s) => {
             eprintln!("{engine} at {keys} keys failed: {s}");
             None
@@ -422,7 +529,11 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let engines = env_or("SCALE_ENGINES", "rocksdb rocksdb-in-budget ours ours-dfs");
+    let turns = std::env::var("SCALE_TURNS").is_ok_and(|v| v == "1");
     for keys in sizes {
+        if turns {
+            print!("{}", run_child("turns", keys, timeout).unwrap_or_default());
+        }
         let rows: Vec<(&str, Option<Row>)> = engines
             .split_whitespace()
             .map(|engine| (engine, run_row(engine, keys, timeout)))
