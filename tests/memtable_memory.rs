@@ -38,8 +38,8 @@ fn key(i: u32) -> Vec<u8> {
     k
 }
 
-/// Heap the memtable took for `ENTRIES` entries written by `write`, and what it charged.
-fn measure(write: impl Fn(&Db, &forst::lsm::ColumnFamily)) -> (i64, i64) {
+/// Heap the memtable took for `entries` entries written by `write`, and what it charged.
+fn measure(entries: u32, write: impl Fn(&Db, &forst::lsm::ColumnFamily)) -> (i64, i64) {
     let tmp = tempfile::tempdir().unwrap();
     let options = DbOptions { memtable_bytes: 1 << 30, ..DbOptions::default() };
     let db = Db::open(&format!("file://{}", tmp.path().display()), options).unwrap();
@@ -47,14 +47,14 @@ fn measure(write: impl Fn(&Db, &forst::lsm::ColumnFamily)) -> (i64, i64) {
     let (heap_before, charged_before) = (LIVE.load(Ordering::Relaxed), db.stats().memtable_bytes);
     write(&db, &cf);
     let (heap_after, charged_after) = (LIVE.load(Ordering::Relaxed), db.stats().memtable_bytes);
-    assert_eq!(db.stats().active_memtable_entries, u64::from(ENTRIES), "nothing flushed");
+    assert_eq!(db.stats().active_memtable_entries, u64::from(entries), "nothing flushed");
     (heap_after - heap_before, (charged_after - charged_before) as i64)
 }
 
 #[test]
 fn the_memtable_charges_at_least_the_heap_it_takes_and_not_much_more() {
     let value = vec![b'v'; 100];
-    let batched = measure(|db, cf| {
+    let batched = measure(ENTRIES, |db, cf| {
         let mut batch = WriteBatch::new();
         for i in 0..ENTRIES {
             batch.put(cf, &key(i), &value);
@@ -64,12 +64,20 @@ fn the_memtable_charges_at_least_the_heap_it_takes_and_not_much_more() {
             }
         }
     });
-    let single = measure(|db, cf| {
+    let single = measure(ENTRIES, |db, cf| {
         for i in 0..ENTRIES {
             db.put(cf, &key(i), &value).unwrap();
         }
     });
-    let runs = [("batches of 1000", batched), ("single puts", single)];
+    // `MapState.clear()`s: range deletes of whole prefixes (entries: none).
+    let cleared = measure(0, |db, cf| {
+        for i in 0..ENTRIES {
+            let mut batch = WriteBatch::new();
+            batch.delete_prefix(cf, &key(i));
+            db.write(&batch).unwrap();
+        }
+    });
+    let runs = [("batches of 1000", batched), ("single puts", single), ("prefix deletes", cleared)];
     for (how, (heap, charged)) in runs {
         eprintln!(
             "{how}: heap {heap} B ({} per entry), charged {charged} B ({} per entry)",
