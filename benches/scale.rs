@@ -20,6 +20,7 @@
 //! SCALE_DFS_READS=20000, SCALE_ENGINES="rocksdb rocksdb-in-budget ours ours-dfs" (also:
 //! ours-dynamic, rocksdb-dynamic), SCALE_DIR, SCALE_ROW_TIMEOUT_S=1800,
 //! SCALE_COMPACTION_THREADS: ours' `max_background_compactions`, default 1, 2 for ours-dfs;
+//! SCALE_L0_TRIGGER: ours' `l0_compaction_trigger`;
 //! SCALE_TURNS=1 adds per size a row of get and multi_get ratios measured in turns, see
 //! `read_turns`).
 
@@ -162,6 +163,10 @@ fn ours_options(dfs: bool, dynamic: bool) -> DbOptions {
         max_background_compactions: env_u64("SCALE_COMPACTION_THREADS", compactions).max(1)
             as usize,
         target_file_bytes,
+        l0_compaction_trigger: env_u64(
+            "SCALE_L0_TRIGGER",
+            DbOptions::default().l0_compaction_trigger as u64,
+        ) as usize,
         ..DbOptions::default()
     }
 }
