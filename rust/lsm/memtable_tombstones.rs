@@ -210,7 +210,7 @@ mod tests {
         let mut tombstones = Vec::new();
         let mut probes: Vec<Vec<u8>> = (0..400).map(|i| key(&mut rng, i % 7)).collect();
         for seq in 1..=120 {
-            // Lengths 1-3 first; from seq 60 on up to 11, past MAX_PREFIX_LENGTHS.
+            // Lengths 1-3 first; from seq 60 on up to 11, past the filter's 8.
             let len = if seq < 60 { 1 + seq as usize % 3 } else { 1 + seq as usize % 11 };
             let mut prefix = key(&mut rng, len);
             if prefix.iter().all(|&b| b == 0xff) {

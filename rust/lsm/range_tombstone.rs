@@ -392,7 +392,6 @@ mod tests {
         expected.iter().map(|&(a, b, s)| (a.into(), b.into(), s)).collect()
     }
 
-    /// Reference answer: scan every tombstone.
     /// Prefix deletes as Flink writes them (nested, repeated, neighbours that join into one
     /// fragment) over a tiny alphabet: the prefix filter in front of the search never turns
     /// away a covered key.
@@ -437,6 +436,7 @@ mod tests {
         }
     }
 
+    /// Reference answer: scan every tombstone.
     fn brute_covering(tombstones: &[RangeTombstone], key: &[u8]) -> SeqNo {
         tombstones.iter().filter(|t| t.contains(key)).map(|t| t.seq).max().unwrap_or(0)
     }

@@ -9,7 +9,6 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::lsm::column_family::prefix_successor;
 use crate::lsm::sst::hash64;
 
 /// Prefix lengths told apart.
@@ -31,7 +30,7 @@ impl TombstonePrefixes {
         if self.pass_all {
             return;
         }
-        let whole_prefix = prefix_successor(start).is_some_and(|successor| successor == end);
+        let whole_prefix = is_successor(start, end);
         let shared = start.iter().zip(end).take_while(|(a, b)| a == b).count();
         let prefix = if whole_prefix { start } else { &start[..shared] };
         let new_length = !self.lengths.contains(&prefix.len());
@@ -59,6 +58,16 @@ impl TombstonePrefixes {
     pub fn passes_all(&self) -> bool {
         self.pass_all
     }
+}
+
+/// Whether `end` is `column_family::prefix_successor(start)`: `start` without its trailing 0xff
+/// bytes, the last byte left one higher. (Checked per fragment: without building it.)
+fn is_successor(start: &[u8], end: &[u8]) -> bool {
+    let kept = start.len() - start.iter().rev().take_while(|&&b| b == 0xff).count();
+    kept > 0
+        && end.len() == kept
+        && start[..kept - 1] == end[..kept - 1]
+        && start[kept - 1].checked_add(1) == Some(end[kept - 1])
 }
 
 /// Hashes `hash64` values as they are: they are hashes already.
@@ -99,5 +108,19 @@ mod tests {
         assert!(!filter.passes_all());
         filter.add(b"a", b"b\x00"); // shares nothing
         assert!(filter.passes_all() && filter.may_cover(b"zzz"));
+    }
+
+    #[test]
+    fn successors_are_told_as_prefix_successor_builds_them() {
+        use crate::lsm::column_family::prefix_successor;
+        let starts: [&[u8]; 7] = [b"a", b"ab", b"a\xff", b"a\xff\xff", b"\xfe", b"\x00", b"\xff"];
+        let ends: [&[u8]; 8] = [b"b", b"ac", b"b\x00", b"a", b"\xff", b"\x01", b"", b"ab"];
+        for start in starts {
+            for end in ends.iter().chain([&prefix_successor(start).unwrap_or_default()[..]].iter())
+            {
+                let expected = prefix_successor(start).is_some_and(|s| s == *end);
+                assert_eq!(is_successor(start, end), expected, "{start:?} {end:?}");
+            }
+        }
     }
 }
