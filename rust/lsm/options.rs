@@ -65,11 +65,12 @@ impl Default for DbOptions {
             block_cache_bytes: 256 << 20,
             memtables_charged_to_cache: false,
             target_file_bytes: 32 << 20,
-            // Eight flushes: a memtable holds about 2/3 of the entries of a RocksDB memtable of
-            // the same size (per-entry skiplist overhead), and each L0 compaction rewrites all of
-            // L1, so merging more flushes at once keeps write amplification at RocksDB's with its
-            // trigger of 4 (16M keys, benches/scale.rs: 3.23 at 6, 2.76 at 8, RocksDB 2.57).
-            l0_compaction_trigger: 8,
+            // RocksDB's (and Flink's ForSt's): every L0 file is one more filter probe per read.
+            // 8 wrote less (16M keys: 2.03x the user bytes against 2.93x at 4, RocksDB 2.75x),
+            // but left about 6 L0 files that kept multi_get at 16M keys under RocksDB's
+            // (`SCALE_TURNS=1` of benches/scale.rs: 0.94x at 8, 1.06x and 1.18x at 4); at 4 write
+            // amplification stays within 1.13x RocksDB's at 4M-64M keys.
+            l0_compaction_trigger: 4,
             l0_stop_trigger: 24,
             // RocksDB's and Flink's ForSt's `max-size-level-base`: a smaller L1 adds a level
             // sooner, and each level rewrites the data once more (16M keys: write amplification
