@@ -370,10 +370,10 @@ impl TombstoneCursor {
 mod tests {
     use super::*;
 
-    fn t(start: &str, end: &str, seq: SeqNo) -> RangeTombstone {
+    fn t(start: impl AsRef<[u8]>, end: impl AsRef<[u8]>, seq: SeqNo) -> RangeTombstone {
         RangeTombstone {
-            start: Bytes::from(start.to_owned()),
-            end: Bytes::from(end.to_owned()),
+            start: Bytes::copy_from_slice(start.as_ref()),
+            end: Bytes::copy_from_slice(end.as_ref()),
             seq,
         }
     }
@@ -414,7 +414,7 @@ mod tests {
             let end = prefix_successor(&start).expect("not all 0xff");
             probes.push([&start[..], &[0]].concat());
             probes.push(start.clone());
-            tombstones.push(t_bytes(&start, &end, seq));
+            tombstones.push(t(&start, end, seq));
         }
         // Two neighbours of one number join into one fragment wider than either prefix.
         tombstones.push(t("k1", "k2", 61));
@@ -425,14 +425,6 @@ mod tests {
         assert!(!list.prefixes.passes_all(), "the filter is in use");
         for probe in &probes {
             assert_eq!(list.covering_seq(probe), brute_covering(&tombstones, probe), "{probe:?}");
-        }
-    }
-
-    fn t_bytes(start: &[u8], end: &[u8], seq: SeqNo) -> RangeTombstone {
-        RangeTombstone {
-            start: Bytes::copy_from_slice(start),
-            end: Bytes::copy_from_slice(end),
-            seq,
         }
     }
 
@@ -488,7 +480,7 @@ mod tests {
         for seq in 1..=300 {
             let a = next(100);
             let b = (a + 1 + next(if seq % 10 == 0 { 60 } else { 5 })).min(100);
-            tombstones.push(t(&key(a), &key(b), seq));
+            tombstones.push(t(key(a), key(b), seq));
         }
         let list = Arc::new(FragmentedTombstones::new(tombstones.iter().cloned()));
         let fragments = list.to_tombstones();
@@ -525,7 +517,7 @@ mod tests {
             let mut tombstones = Vec::new();
             for i in 0..600 {
                 let seq = if i % 7 < 3 { 1 } else { i as SeqNo + 2 };
-                tombstones.push(t(&key(2 * i), &key(2 * i + 1 + (i % 5 == 0) as usize), seq));
+                tombstones.push(t(key(2 * i), key(2 * i + 1 + (i % 5 == 0) as usize), seq));
             }
             let list = FragmentedTombstones::new(tombstones.iter().cloned());
             assert!(list.len() > 20 * FENCE_STRIDE, "{} fragments", list.len());

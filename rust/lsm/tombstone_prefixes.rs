@@ -30,9 +30,11 @@ impl TombstonePrefixes {
         if self.pass_all {
             return;
         }
-        let whole_prefix = is_successor(start, end);
-        let shared = start.iter().zip(end).take_while(|(a, b)| a == b).count();
-        let prefix = if whole_prefix { start } else { &start[..shared] };
+        let prefix = if is_successor(start, end) {
+            start
+        } else {
+            &start[..start.iter().zip(end).take_while(|(a, b)| a == b).count()]
+        };
         let new_length = !self.lengths.contains(&prefix.len());
         if prefix.is_empty() || (new_length && self.lengths.len() == MAX_LENGTHS) {
             *self = TombstonePrefixes { pass_all: true, ..Default::default() };
