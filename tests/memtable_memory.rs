@@ -1,9 +1,11 @@
-//! The memtable's charge against the budget covers the heap it really takes. Alone in its test
-//! binary: it counts every allocation of the process with a global allocator.
+//! The memtable's charge against the budget covers the heap it really takes, and so does the
+//! charge of range tombstones once flushed into the version. Alone in its test binary: it counts
+//! every allocation of the process with a global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use forst::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use forst::lsm::{Db, DbOptions, WriteBatch};
 
 struct Counting;
@@ -51,6 +53,23 @@ fn measure(entries: u32, write: impl Fn(&Db, &forst::lsm::ColumnFamily)) -> (i64
     (heap_after - heap_before, (charged_after - charged_before) as i64)
 }
 
+/// Heap the version's fragments of `ENTRIES` whole-prefix deletes take (built as a flush merges
+/// them in), and what they charge (`memory_size`, the stats' `range_tombstone_bytes`).
+fn flushed_prefix_deletes() -> (i64, i64) {
+    let prefix_delete = |i: u32| {
+        let start = key(i);
+        let mut end = start.clone();
+        *end.last_mut().unwrap() += 1;
+        RangeTombstone { start: start.into(), end: end.into(), seq: u64::from(i) + 1 }
+    };
+    let heap_before = LIVE.load(Ordering::Relaxed);
+    // Made on the fly: what is left on the heap afterwards is the fragments alone.
+    let fragments = FragmentedTombstones::new((0..ENTRIES).map(prefix_delete));
+    let heap = LIVE.load(Ordering::Relaxed) - heap_before;
+    assert_eq!(fragments.len(), ENTRIES as usize, "disjoint prefixes, one fragment each");
+    (heap, fragments.memory_size() as i64)
+}
+
 #[test]
 fn the_memtable_charges_at_least_the_heap_it_takes_and_not_much_more() {
     let value = vec![b'v'; 100];
@@ -77,7 +96,12 @@ fn the_memtable_charges_at_least_the_heap_it_takes_and_not_much_more() {
             db.write(&batch).unwrap();
         }
     });
-    let runs = [("batches of 1000", batched), ("single puts", single), ("prefix deletes", cleared)];
+    let runs = [
+        ("batches of 1000", batched),
+        ("single puts", single),
+        ("prefix deletes", cleared),
+        ("prefix deletes flushed", flushed_prefix_deletes()),
+    ];
     for (how, (heap, charged)) in runs {
         eprintln!(
             "{how}: heap {heap} B ({} per entry), charged {charged} B ({} per entry)",

@@ -65,7 +65,7 @@ fn total_bytes(db: &Db) -> u64 {
 #[test]
 fn compaction_reclaims_cleared_maps_and_forgets_their_tombstones() {
     let storage = open_storage("memory://rd-reclaim", &StorageOptions::default()).unwrap();
-    let db = Db::open_with_storage(storage, options()).unwrap();
+    let db = Db::open_with_storage(storage.clone(), options()).unwrap();
     let cf = db.create_cf("map").unwrap();
     fill_maps(&db, &cf, 4_000);
     let full = total_bytes(&db);
@@ -75,12 +75,21 @@ fn compaction_reclaims_cleared_maps_and_forgets_their_tombstones() {
         db.write(&batch).unwrap();
     }
     db.flush().unwrap();
-    assert_eq!(db.stats().range_tombstones, 2_000, "one fragment per cleared map");
+    let flushed = db.stats();
+    assert_eq!(flushed.range_tombstones, 2_000, "one fragment per cleared map");
     assert_eq!(count(&db, &cf, b"user00002|"), 0);
+    // The version's fragments are charged to the budget (at least their keys), also on reopen.
+    let key_bytes = 2_000 * 2 * map_prefix(0).len() as u64;
+    assert!(flushed.range_tombstone_bytes >= key_bytes, "{flushed:?}");
+    db.close().unwrap();
+    let db = Db::open_with_storage(storage, options()).unwrap();
+    let cf = db.cf("map").unwrap();
+    assert_eq!(db.stats().range_tombstone_bytes, flushed.range_tombstone_bytes, "reopened");
 
     db.compact_until_settled().unwrap();
     let stats = db.stats();
     assert_eq!(stats.range_tombstones, 0, "every tombstone applied and forgotten");
+    assert_eq!(stats.range_tombstone_bytes, 0, "and no longer charged");
     assert!(
         total_bytes(&db) < full * 6 / 10,
         "half the entries deleted: {} bytes of {full} left",

@@ -1,8 +1,9 @@
 //! The block cache of one database: every block the engine reads from its SST files — data
 //! blocks, index partitions and filter partitions — keyed by (table cache id, block offset) and
 //! weighted by its size in bytes, so their memory is bounded by the cache's capacity however many
-//! tables are open. Open table readers (footer, top-level index, properties) are charged by
-//! shrinking the capacity left for blocks, as RocksDB's cache reservations do.
+//! tables are open. Open table readers (footer, top-level index, properties) and the version's
+//! range tombstones are charged by shrinking the capacity left for blocks, as RocksDB's cache
+//! reservations do.
 //!
 //! The memtables' share of the budget is theirs only while they fill. What they leave idle holds
 //! index and filter partitions (`with_index_filter_tier`): a tier of its own that shrinks as
@@ -186,6 +187,8 @@ pub struct BlockCache {
     /// Bytes of I/O buffers (compaction's readahead, flush and compaction output), charged like
     /// reservations.
     buffers: AtomicU64,
+    /// Bytes of the current version's range tombstones, charged like reservations.
+    tombstones: AtomicU64,
     resize_lock: Mutex<()>,
     /// Bytes of memtables charged to the cache.
     memtables: AtomicU64,
@@ -223,6 +226,7 @@ impl BlockCache {
             kinds,
             reserved: AtomicU64::new(0),
             buffers: AtomicU64::new(0),
+            tombstones: AtomicU64::new(0),
             memtables: AtomicU64::new(0),
             resize_lock: Mutex::new(()),
             pinned: AtomicI64::new(0),
@@ -317,6 +321,18 @@ impl BlockCache {
         self.move_charge(&self.buffers, old, new);
     }
 
+    /// Bytes of the current version's range tombstones charged to the cache.
+    pub fn tombstone_bytes(&self) -> u64 {
+        self.tombstones.load(Ordering::Relaxed)
+    }
+
+    /// Moves the charge of the version's range tombstones from `old` bytes to `new`.
+    pub(crate) fn charge_tombstones(&self, old: u64, new: u64) {
+        if old != new {
+            self.move_charge(&self.tombstones, old, new);
+        }
+    }
+
     /// Bytes of memtables charged to the cache.
     pub fn memtable_bytes(&self) -> u64 {
         self.memtables.load(Ordering::Relaxed)
@@ -339,7 +355,9 @@ impl BlockCache {
         // Serialized, so a resize computed from an older total never lands last.
         let _one_at_a_time = self.resize_lock.lock().unwrap_or_else(|e| e.into_inner());
         let step = (self.capacity / RESERVATION_STEPS).clamp(4 << 10, 1 << 20);
-        let reserved = (self.reserved_bytes() + self.buffer_bytes()).div_ceil(step) * step;
+        let reserved = (self.reserved_bytes() + self.buffer_bytes() + self.tombstone_bytes())
+            .div_ceil(step)
+            * step;
         let memtables = self.memtable_bytes().div_ceil(step) * step;
         let in_cache = if self.tier.is_some() { 0 } else { memtables };
         let blocks = (self.capacity.saturating_sub(reserved))
@@ -552,6 +570,16 @@ mod tests {
         assert!(cache.peek(1, 1000).is_some(), "in the room");
         cache.evict(1, 1000);
         assert!(cache.peek(1, 1000).is_none(), "evicted from the room");
+    }
+
+    #[test]
+    fn range_tombstones_take_their_room_from_the_blocks() {
+        let cache = BlockCache::new(4 << 20);
+        cache.charge_tombstones(0, 1 << 20);
+        assert_eq!(cache.tombstone_bytes(), 1 << 20);
+        assert_eq!(cache.block_capacity(), 3 << 20);
+        cache.charge_tombstones(1 << 20, 0);
+        assert_eq!(cache.block_capacity(), 4 << 20, "given back");
     }
 
     #[test]

@@ -249,6 +249,7 @@ impl Db {
             index_filter_bytes_loaded: inner.cache.index_filter_bytes_inserted(),
             table_reader_bytes: inner.cache.reserved_bytes(),
             io_buffer_bytes: inner.cache.buffer_bytes(),
+            range_tombstone_bytes: inner.cache.tombstone_bytes(),
             iterator_pinned_bytes: inner.cache.pinned_bytes(),
             memtable_bytes: sv.memtable_bytes(),
             active_memtable_bytes: sv.mem.approximate_bytes(),

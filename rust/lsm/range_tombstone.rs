@@ -223,6 +223,18 @@ impl FragmentedTombstones {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// Heap bytes held (fragments, fence and prefix filter), charged to the memory budget while
+    /// the version holds them.
+    pub fn memory_size(&self) -> usize {
+        self.keys.capacity()
+            + self.bounds.capacity() * size_of::<Bounds>()
+            + self.seqs.capacity() * size_of::<SeqNo>()
+            + self.fence_keys.capacity()
+            + self.fence_ends.capacity() * size_of::<u32>()
+            + self.fence_heads.capacity() * size_of::<u128>()
+            + self.prefixes.memory_size()
+    }
+
     pub fn max_seq(&self) -> SeqNo {
         self.seqs.iter().copied().max().unwrap_or(0)
     }

@@ -95,6 +95,8 @@ pub struct DbStats {
     /// I/O buffers charged to the cache: compaction's readahead (together at most 1/4 of it) and
     /// the output flush and compaction build before it goes to storage.
     pub io_buffer_bytes: u64,
+    /// Heap of the version's range tombstones (fragments and their search structures).
+    pub range_tombstone_bytes: u64,
     /// Blocks, index partitions and readahead buffers live iterators hold (the blocks usually
     /// also in the cache).
     pub iterator_pinned_bytes: u64,
@@ -160,12 +162,13 @@ impl DbStats {
     }
 
     /// Memory the engine accounts for: memtables, cached blocks of every kind, open readers, I/O
-    /// buffers.
+    /// buffers, the version's range tombstones.
     pub fn memory_usage_bytes(&self) -> u64 {
         self.memtable_bytes
             + self.block_cache_bytes
             + self.table_reader_bytes
             + self.io_buffer_bytes
+            + self.range_tombstone_bytes
     }
 
     /// The exported values, in the order of `EXPORTED_STATS`.
@@ -188,6 +191,7 @@ pub static EXPORTED_STATS: &[Exported] = &[
     ("index-filter-room-bytes", |s| s.index_filter_room_bytes),
     ("table-reader-bytes", |s| s.table_reader_bytes),
     ("io-buffer-bytes", |s| s.io_buffer_bytes),
+    ("range-tombstone-bytes", |s| s.range_tombstone_bytes),
     ("iterator-pinned-bytes", |s| s.iterator_pinned_bytes),
     ("memory-usage-bytes", DbStats::memory_usage_bytes),
     ("memtable-bytes", |s| s.memtable_bytes),

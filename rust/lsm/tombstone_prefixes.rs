@@ -55,6 +55,17 @@ impl TombstonePrefixes {
                 .any(|&n| n <= key.len() && self.hashes.contains(&hash64(&key[..n])))
     }
 
+    /// Heap bytes held: the lengths, and the hash table's slots with a control byte each (plus
+    /// one group of control bytes).
+    pub fn memory_size(&self) -> usize {
+        let table = match self.hashes.capacity() {
+            0 => 0,
+            // hashbrown keeps at most 7/8 of its (power of two) slots full.
+            n => (n * 8 / 7).next_power_of_two() * (size_of::<u64>() + 1) + 16,
+        };
+        self.lengths.capacity() * size_of::<usize>() + table
+    }
+
     /// Whether the filter passes every key (then it holds nothing).
     #[cfg(test)]
     pub fn passes_all(&self) -> bool {

@@ -56,6 +56,10 @@ impl DbInner {
         if let Some(memtable) = flushed {
             memtable.set_flushed_into(version.clone());
         }
+        self.cache.charge_tombstones(
+            old.tombstones.memory_size() as u64,
+            version.tombstones.memory_size() as u64,
+        );
         *sv = Arc::new(SuperVersion::new(sv.mem.clone(), frozen, version));
         drop(sv);
         drop(meta);
