@@ -395,7 +395,8 @@ const TURNS: u64 = 6;
 /// side by side, then measures their gets and multi_gets in turns on the same keys, alternating
 /// which goes first, and prints the median of the turns' ratios and their range. A slow phase of
 /// the shared machine then weighs on both sides of a ratio; the rows measure the two engines
-/// minutes apart.
+/// minutes apart. Both databases' files are read once before the turns: the second load's
+/// writes would otherwise have pushed the first database's files out of the page cache.
 fn read_turns(base: &str, keys: u64, reads: u64) {
     let (ours_dir, rocks_dir) =
         (tempfile::tempdir_in(base).unwrap(), tempfile::tempdir_in(base).unwrap());
@@ -405,6 +406,9 @@ fn read_turns(base: &str, keys: u64, reads: u64) {
     load_ours(&db, &cf, keys);
     let rocks = open_rocks(rocks_dir.path(), &rocks_options(false, false));
     load_rocks(&rocks, keys);
+    for dir in [&ours_dir, &rocks_dir] {
+        read_all_files(dir.path());
+    }
     let per_turn = (reads / TURNS).max(1);
     let timed = |reads: &dyn Fn()| {
         let start = Instant::now();
@@ -413,19 +417,22 @@ fn read_turns(base: &str, keys: u64, reads: u64) {
     };
     let (mut get_ratios, mut multi_get_ratios) = (Vec::new(), Vec::new());
     for turn in 0..TURNS {
-        let ratio = |ours: &dyn Fn(), rocks: &dyn Fn()| {
-            if turn % 2 == 0 {
+        let ratio = |what: &str, ours: &dyn Fn(), rocks: &dyn Fn()| {
+            let (ours, rocks) = if turn % 2 == 0 {
                 let ours = timed(ours);
-                ours / timed(rocks)
+                (ours, timed(rocks))
             } else {
                 let rocks = timed(rocks);
-                timed(ours) / rocks
-            }
+                (timed(ours), rocks)
+            };
+            eprintln!("turn {turn} {what}: ours {ours:.0}/s, rocksdb {rocks:.0}/s");
+            ours / rocks
         };
         let probes = read_keys(keys, per_turn, 100 + turn);
-        get_ratios.push(ratio(&|| ours_gets(&db, &cf, &probes), &|| rocks_gets(&rocks, &probes)));
+        get_ratios
+            .push(ratio("get", &|| ours_gets(&db, &cf, &probes), &|| rocks_gets(&rocks, &probes)));
         let probes = read_keys(keys, per_turn, 200 + turn);
-        multi_get_ratios.push(ratio(&|| ours_multi_gets(&db, &cf, &probes), &|| {
+        multi_get_ratios.push(ratio("multi_get", &|| ours_multi_gets(&db, &cf, &probes), &|| {
             rocks_multi_gets(&rocks, &probes)
         }));
     }
@@ -439,6 +446,18 @@ fn read_turns(base: &str, keys: u64, reads: u64) {
         text(get_ratios),
         text(multi_get_ratios)
     );
+}
+
+/// Reads every file under `dir` once, into the page cache.
+fn read_all_files(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            read_all_files(&path);
+        } else {
+            std::io::copy(&mut std::fs::File::open(&path).unwrap(), &mut std::io::sink()).unwrap();
+        }
+    }
 }
 
 /// In the child: runs one row and prints it.
