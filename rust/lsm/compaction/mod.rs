@@ -59,7 +59,7 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
 /// Picks and runs one compaction; false if none is needed or every one needed would touch what
 /// compactions running on other threads hold.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
-    let _beside_others = db.compaction_lock.read().unwrap();
+    let beside_others = db.compaction_lock.read().unwrap();
     let (version, work) = {
         let mut in_flight = db.compactions.lock();
         // The version is read under the claims' lock: claims are let go only after their
@@ -88,9 +88,12 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     db.request_compaction();
     match work {
         Work::Drop(deleted, _claim) => drop_deleted_files(db, &deleted)?,
-        Work::Job(job, _claim) => {
+        Work::Job(job, claim) => {
             run_job(db, &version, &job)?;
-            // What the job read and wrote through is freed now.
+            // What the job read and wrote through is freed once its inputs go with the old
+            // version; the trim walks the whole heap, so it waits for no lock another worker or
+            // a full compaction could be waiting on.
+            drop((claim, beside_others, version));
             native_heap::release_free_memory();
         }
     }
