@@ -328,9 +328,7 @@ impl BlockCache {
 
     /// Moves the charge of the version's range tombstones from `old` bytes to `new`.
     pub(crate) fn charge_tombstones(&self, old: u64, new: u64) {
-        if old != new {
-            self.move_charge(&self.tombstones, old, new);
-        }
+        self.move_charge(&self.tombstones, old, new);
     }
 
     /// Bytes of memtables charged to the cache.
@@ -344,8 +342,11 @@ impl BlockCache {
     }
 
     /// Moves `charge` from `old` bytes to `new` (added first, so it never dips below zero) and
-    /// resizes the block capacity.
+    /// resizes the block capacity; nothing to do when they are equal.
     fn move_charge(&self, charge: &AtomicU64, old: u64, new: u64) {
+        if old == new {
+            return;
+        }
         charge.fetch_add(new, Ordering::Relaxed);
         charge.fetch_sub(old, Ordering::Relaxed);
         self.resize();
