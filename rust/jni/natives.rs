@@ -326,6 +326,23 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_holdsFile<'l>(
     })
 }
 
+/// `static native void takeBackFiles(long db, String[] names)`: the database owns again files it
+/// handed over to checkpoints that all came to nothing (see `Db::take_back`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_takeBackFiles<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+    names: JObjectArray<'l>,
+) {
+    guard(&mut env, |env| {
+        let names = strings(env, &names, "names")?;
+        let handle = handles::DATABASES.get(db)?;
+        handle.db.take_back(&names)?;
+        Ok(())
+    })
+}
+
 /// `static native void compact(long db)`: compacts every level down to the last and waits.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_compact<'l>(

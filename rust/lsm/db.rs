@@ -229,6 +229,13 @@ impl Db {
         self.inner.current().version.files().any(|f| f.path == name)
     }
 
+    /// Takes back files handed over to checkpoints that all came to nothing: the database owns
+    /// (and in time deletes) them again. See `DbInner::take_back`.
+    pub fn take_back(&self, names: &[String]) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.take_back(names)
+    }
+
     /// Counts one batch the executor ran (see `DbStats::batches`).
     pub fn record_batch(&self, requests: usize, took: std::time::Duration) {
         self.inner.counters.batch(requests, took);

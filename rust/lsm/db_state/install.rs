@@ -35,15 +35,17 @@ impl DbInner {
         edit(&mut version);
         version.forget_spent_tombstones();
         let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
-        let given_away = current
+        let given_away: Vec<&Arc<TableFile>> = current
             .files()
-            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location.is_none());
+            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location.is_none())
+            .collect();
         let released_before = meta.released.len();
-        meta.released.extend(given_away.map(|f| f.path.clone()));
+        meta.released.extend(given_away.iter().map(|f| f.path.clone()));
         if let Err(e) = self.persist(&mut meta, &version) {
             meta.released.truncate(released_before);
             return Err(e);
         }
+        hold_released(&mut meta, given_away.into_iter());
         let mut sv = self.super_version.write().unwrap();
         let old = sv.version.clone();
         let frozen = sv
@@ -85,12 +87,51 @@ impl DbInner {
         let current = self.current().version.clone();
         let live: HashSet<u64> = current.files().map(|f| f.number).collect();
         let released_before = meta.released.len();
-        let dropped = disowned.iter().filter(|f| !live.contains(&f.number));
-        meta.released.extend(dropped.map(|f| f.path.clone()));
+        let dropped: Vec<&Arc<TableFile>> =
+            disowned.iter().copied().filter(|f| !live.contains(&f.number)).collect();
+        meta.released.extend(dropped.iter().map(|f| f.path.clone()));
         if let Err(e) = self.persist(&mut meta, &current) {
             meta.released.truncate(released_before);
             disowned.iter().for_each(|f| f.own_again());
             return Err(e);
+        }
+        hold_released(&mut meta, dropped.into_iter());
+        Ok(())
+    }
+
+    /// Takes back files given away to checkpoints that all came to nothing (aborted or discarded
+    /// before Flink heard of them): the database owns them again. A file still in the current
+    /// version is deleted once a compaction replaces it; one that left the version is deleted by
+    /// its last holder, or now if nothing holds it. Names the database never gave away (or took
+    /// back already) are ignored: taking back twice is harmless. Recorded in a new manifest before
+    /// anything is deleted, so a reopen never keeps or collects a file against this decision.
+    pub(crate) fn take_back(&self, names: &[String]) -> Result<()> {
+        let mut meta = self.meta.lock().unwrap();
+        let current = self.current().version.clone();
+        let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+        let live: Vec<&Arc<TableFile>> = current
+            .files()
+            .filter(|f| wanted.contains(f.path.as_str()) && !f.is_owned() && f.location.is_none())
+            .collect();
+        let released_before = meta.released.clone();
+        meta.released.retain(|name| !wanted.contains(name.as_str()));
+        let left: Vec<String> =
+            released_before.iter().filter(|n| wanted.contains(n.as_str())).cloned().collect();
+        if live.is_empty() && left.is_empty() {
+            return Ok(());
+        }
+        live.iter().for_each(|f| f.own_again());
+        if let Err(e) = self.persist(&mut meta, &current) {
+            meta.released = released_before;
+            live.iter().for_each(|f| f.disown());
+            return Err(e);
+        }
+        for name in left {
+            match meta.released_held.remove(&name).and_then(|held| held.upgrade()) {
+                // Obsolete already: dropping the last Arc deletes it now that it is owned.
+                Some(held) => held.own_again(),
+                None => self.obsolete_files.delete(self.storage.clone(), name),
+            }
         }
         Ok(())
     }
@@ -125,6 +166,15 @@ impl DbInner {
             tracing::warn!("cannot delete an old manifest: {e}");
         }
         Ok(())
+    }
+}
+
+/// Remembers files just released while something may still hold them (see
+/// `MetaState::released_held`), forgetting those nothing holds any more.
+fn hold_released<'a>(meta: &mut MetaState, files: impl Iterator<Item = &'a Arc<TableFile>>) {
+    meta.released_held.retain(|_, held| held.strong_count() > 0);
+    for file in files {
+        meta.released_held.insert(file.path.clone(), Arc::downgrade(file));
     }
 }
 

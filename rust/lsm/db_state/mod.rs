@@ -12,9 +12,9 @@ mod families;
 mod install;
 mod write_path;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
 
 use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::ColumnFamily;
@@ -25,7 +25,7 @@ use crate::lsm::options::DbOptions;
 use crate::lsm::stats::EngineCounters;
 use crate::lsm::ttl::TtlFilters;
 use crate::lsm::version::manifest::{ManifestData, delete_manifests_before, read_latest_manifest};
-use crate::lsm::version::{FileMap, ObsoleteFiles, Version, delete_orphans};
+use crate::lsm::version::{FileMap, ObsoleteFiles, TableFile, Version, delete_orphans};
 use crate::storage::{IoCounters, MeteredStorage, StorageRef, block_on};
 use crate::{Error, Result};
 
@@ -63,6 +63,10 @@ struct MetaState {
     manifest_number: u64,
     /// See `ManifestData::released`.
     released: Vec<String>,
+    /// The files given away that left the current version while something (a checkpoint's pin,
+    /// an iterator) may still hold them, by name: `take_back` owns them again through these, so
+    /// that the last holder deletes them.
+    released_held: HashMap<String, Weak<TableFile>>,
 }
 
 pub(crate) struct DbInner {
@@ -158,7 +162,11 @@ impl DbInner {
                 Vec::new(),
                 Arc::new(version),
             ))),
-            meta: Mutex::new(MetaState { manifest_number, released }),
+            meta: Mutex::new(MetaState {
+                manifest_number,
+                released,
+                released_held: HashMap::new(),
+            }),
             families: RwLock::new(
                 data.column_families
                     .iter()

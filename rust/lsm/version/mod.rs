@@ -222,8 +222,9 @@ impl TableFile {
         self.owned.store(false, Ordering::Release);
     }
 
-    /// Undoes `disown` when the hand-over could not be recorded (the file is still pinned by the
-    /// checkpoint that tried, so it cannot have been deleted or dropped meanwhile).
+    /// Undoes `disown`: when the hand-over could not be recorded (the file is still pinned by the
+    /// checkpoint that tried, so it cannot have been deleted or dropped meanwhile), or when every
+    /// checkpoint it was handed over to came to nothing (`DbInner::take_back`).
     pub(crate) fn own_again(&self) {
         self.owned.store(true, Ordering::Release);
     }

@@ -213,6 +213,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                                 .build(),
                         config.getTimerService(),
                         config.getTimerCacheSize());
+        backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
                 backend::getLastCheckpointStats,
@@ -243,6 +244,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         dbUri,
                         nativeOptions(memory, cacheBaseDir(env), dbUri),
                         config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+        backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
                 backend::getLastCheckpointStats,

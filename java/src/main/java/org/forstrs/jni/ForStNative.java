@@ -328,6 +328,13 @@ public final class ForStNative {
      */
     public static native boolean holdsFile(long db, String name);
 
+    /**
+     * The database owns again the files {@code names} it handed over to checkpoints that all came
+     * to nothing (discarded before Flink's JobManager heard of them): it deletes them once it no
+     * longer reads them. Names it never handed over are ignored.
+     */
+    public static native void takeBackFiles(long db, String[] names);
+
     public static native void compact(long db);
 
     /**

@@ -8,6 +8,7 @@ import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.core.fs.Path;
 
 import org.forstrs.flink.config.ForStConfigurableOptions.CompactionStyle;
+import org.forstrs.flink.config.ForStOptions.HandOverScope;
 import org.forstrs.flink.config.ForStOptions.TimerServiceType;
 
 import javax.annotation.Nullable;
@@ -64,6 +65,7 @@ public final class ForStBackendConfig implements Serializable {
     private final DiskCacheSettings diskCache;
     private final TimerServiceType timerService;
     private final int timerCacheSize;
+    private final HandOverScope handOverScope;
 
     /** Primary directory 'checkpoint-dir': on the checkpoint directory's file system. */
     private final boolean primaryOnCheckpointDir;
@@ -90,6 +92,7 @@ public final class ForStBackendConfig implements Serializable {
             DiskCacheSettings diskCache,
             TimerServiceType timerService,
             int timerCacheSize,
+            HandOverScope handOverScope,
             Map<String, String> engineOptions,
             List<String> metricKeys) {
         this.primaryDir = primaryDir;
@@ -107,6 +110,7 @@ public final class ForStBackendConfig implements Serializable {
         this.diskCache = diskCache;
         this.timerService = timerService;
         this.timerCacheSize = timerCacheSize;
+        this.handOverScope = handOverScope;
         this.engineOptions = new LinkedHashMap<>(engineOptions);
         this.metricKeys = List.copyOf(metricKeys);
     }
@@ -187,6 +191,7 @@ public final class ForStBackendConfig implements Serializable {
                 diskCache,
                 timerService,
                 timerCacheSize,
+                get(config, ForStOptions.CHECKPOINT_HAND_OVER),
                 engine,
                 ForStMetricOptions.switchedOn(config));
     }
@@ -514,6 +519,11 @@ public final class ForStBackendConfig implements Serializable {
         return timerCacheSize;
     }
 
+    /** Which DB files checkpoints take where they are. */
+    public HandOverScope getHandOverScope() {
+        return handOverScope;
+    }
+
     @Override
     public String toString() {
         return "ForStBackendConfig{primaryDir="
@@ -546,6 +556,8 @@ public final class ForStBackendConfig implements Serializable {
                 + timerService
                 + ", timerCacheSize="
                 + timerCacheSize
+                + ", handOverScope="
+                + handOverScope
                 + ", engineOptions="
                 + engineOptions
                 + ", metrics="

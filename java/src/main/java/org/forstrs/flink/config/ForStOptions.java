@@ -253,6 +253,36 @@ public final class ForStOptions {
                                     + " the local directory: true (default, as Flink's ForSt), or"
                                     + " under the primary directory: false.");
 
+    /** Which DB files a checkpoint takes where they are instead of copying them. */
+    public enum HandOverScope {
+        /**
+         * Only a DB under the checkpoint's shared directory ({@code primary-dir: checkpoint-dir}),
+         * as Flink's ForSt: everything a retained checkpoint references lies under the checkpoint
+         * directory.
+         */
+        SHARED_DIRECTORY,
+        /**
+         * Any DB on the checkpoint's file system (a local one only under the job's checkpoint
+         * directory): retained checkpoints then reference files under the primary directory,
+         * which must be kept as long as they are.
+         */
+        FILE_SYSTEM
+    }
+
+    public static final ConfigOption<HandOverScope> CHECKPOINT_HAND_OVER =
+            ConfigOptions.key(PREFIX + "checkpoint.hand-over")
+                    .enumType(HandOverScope.class)
+                    .defaultValue(HandOverScope.SHARED_DIRECTORY)
+                    .withDescription(
+                            "Which DB files a checkpoint takes where they are (no byte moves)"
+                                    + " instead of copying them into the checkpoint's shared"
+                                    + " directory: SHARED_DIRECTORY (default, as Flink's ForSt)"
+                                    + " only when the DB lives under it ('primary-dir:"
+                                    + " checkpoint-dir'); FILE_SYSTEM whenever the DB is on the"
+                                    + " checkpoint's file system, so that retained checkpoints"
+                                    + " reference files under the primary directory, which must"
+                                    + " then not be cleaned while they are retained.");
+
     /** Every key of this class. */
     static final List<ConfigOption<?>> ALL =
             List.of(
@@ -278,7 +308,8 @@ public final class ForStOptions {
                     CACHE_LRU_PROMOTION_LIMIT,
                     OPTIONS_FACTORY,
                     FS_FORCE_PROXY,
-                    SYNC_ENFORCE_LOCAL);
+                    SYNC_ENFORCE_LOCAL,
+                    CHECKPOINT_HAND_OVER);
 
     private ForStOptions() {}
 }

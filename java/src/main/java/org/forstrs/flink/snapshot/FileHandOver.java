@@ -2,17 +2,20 @@ package org.forstrs.flink.snapshot;
 
 import org.apache.flink.core.fs.Path;
 
+import org.forstrs.flink.config.ForStOptions.HandOverScope;
+
 import java.net.URI;
 import java.util.Objects;
 
 /**
- * When a checkpoint takes the DB's files where they are instead of copying them: the DB directory
- * and the checkpoint's shared directory are on the same file system, and the DB directory is not
- * a task manager's local one. That is the DB under the job's checkpoint directory ({@code
- * primary-dir: checkpoint-dir}, as Flink's ForSt decides it) or on any file system other than the
- * local one (a DFS reachable from every task manager). A DB on the local file system elsewhere
- * (the default local working directory) may vanish with its task manager, so its files are copied
- * (hard-linked).
+ * When a checkpoint takes the DB's files where they are instead of copying them. By default
+ * ({@link HandOverScope#SHARED_DIRECTORY}, Flink's ForSt's rule) only when the DB directory lies
+ * under the checkpoint's shared directory ({@code primary-dir: checkpoint-dir}): a retained
+ * checkpoint then references nothing outside the checkpoint directory. With {@link
+ * HandOverScope#FILE_SYSTEM}, whenever the DB is on the checkpoint's file system and not in a task
+ * manager's local directory: on any file system other than the local one, or under the job's
+ * checkpoint directory on the local one (a local DB elsewhere may vanish with its task manager).
+ * {@code s3}, {@code s3a}, {@code s3n} and {@code s3p} name one file system.
  */
 public final class FileHandOver {
 
@@ -22,27 +25,43 @@ public final class FileHandOver {
      * @param dbUri the DB directory, as the engine opened it
      * @param sharedDir the checkpoint's shared directory ({@code <checkpoints>/<job>/shared})
      */
-    public static boolean applies(String dbUri, Path sharedDir) {
+    public static boolean applies(String dbUri, Path sharedDir, HandOverScope scope) {
         URI db = new Path(dbUri).toUri();
         URI shared = sharedDir.toUri();
-        if (!scheme(db).equals(scheme(shared))
+        if (!fileSystem(db).equals(fileSystem(shared))
                 || !Objects.equals(authority(db), authority(shared))) {
             return false;
         }
-        if (!scheme(db).equals("file")) {
+        if (scope == HandOverScope.SHARED_DIRECTORY) {
+            return isUnder(db, sharedDir);
+        }
+        if (!fileSystem(db).equals("file")) {
             return true;
         }
         Path jobDir = sharedDir.getParent();
-        if (jobDir == null || db.getPath() == null) {
+        return jobDir != null && isUnder(db, jobDir);
+    }
+
+    private static boolean isUnder(URI db, Path dir) {
+        String prefix = dir.toUri().getPath();
+        if (db.getPath() == null || prefix == null) {
             return false;
         }
-        String prefix = jobDir.toUri().getPath();
         prefix = prefix.endsWith("/") ? prefix : prefix + "/";
         return db.getPath().startsWith(prefix);
     }
 
-    private static String scheme(URI uri) {
-        return uri.getScheme() == null ? "file" : uri.getScheme().toLowerCase();
+    /** The scheme, with the names of one file system (the S3 connectors') made one. */
+    private static String fileSystem(URI uri) {
+        String scheme = uri.getScheme() == null ? "file" : uri.getScheme().toLowerCase();
+        switch (scheme) {
+            case "s3a":
+            case "s3n":
+            case "s3p":
+                return "s3";
+            default:
+                return scheme;
+        }
     }
 
     private static String authority(URI uri) {

@@ -159,7 +159,10 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             List<String> handedOverTo = new ArrayList<>();
             if (target != null
                     && sharing != SharingFilesStrategy.NO_SHARING
-                    && FileHandOver.applies(checkpoint.dbUri(), target)) {
+                    && FileHandOver.applies(
+                            checkpoint.dbUri(),
+                            target,
+                            checkpoint.db().handedOverFiles().scope())) {
                 // Files restored by reference (elsewhere, owned by an earlier checkpoint) that
                 // this checkpoint may not reference by placeholder (the first one after a
                 // restore in NO_CLAIM mode) are copied; the DB's own are handed over.
@@ -177,7 +180,11 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                     HandleAndLocalPath file =
                             HandleAndLocalPath.of(
                                     new HandedOverFileHandle(
-                                            inDb, sizes[i], checkpoint.db(), names[i]),
+                                            inDb,
+                                            sizes[i],
+                                            checkpoint.db().handedOverFiles(),
+                                            checkpointId,
+                                            names[i]),
                                     names[i]);
                     shared.add(file);
                     uploads.add(file);
@@ -237,7 +244,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             if (handOver != null && handOver.length > 0) {
                 // Last, once nothing can cancel the checkpoint any more: a cancelled one leaves
                 // its files with the DB, which deletes them as usual.
-                checkpoint.handOver(handOver);
+                checkpoint.db().handedOverFiles().handOver(checkpoint, checkpointId, handOver);
             }
             if (sharedFiles != null) {
                 sharedFiles.record(checkpointId, uploads);

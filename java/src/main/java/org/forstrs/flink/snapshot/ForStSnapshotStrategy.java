@@ -120,6 +120,7 @@ public final class ForStSnapshotStrategy<K>
     @Override
     public void notifyCheckpointComplete(long checkpointId) {
         sharedFiles.confirm(checkpointId);
+        db.handedOverFiles().confirmed(checkpointId);
     }
 
     @Override

@@ -72,7 +72,7 @@ public final class NativeCheckpoint {
      * Hands the files {@code names} over to the checkpoint where they are ({@code
      * <db directory>/<name>}): the DB never deletes them again.
      */
-    public void handOver(String[] names) {
+    void handOver(String[] names) {
         db.whileOpen(
                 () -> {
                     ForStNative.checkpointHandOver(handle, names);

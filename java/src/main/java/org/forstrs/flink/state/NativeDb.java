@@ -22,6 +22,7 @@ public final class NativeDb implements Closeable {
     /** The statistics at close, once closed (null if the close failed). */
     private long[] finalStats;
     private volatile ReferencedFiles referencedFiles = ReferencedFiles.NONE;
+    private final HandedOverFiles handedOverFiles = new HandedOverFiles(this);
 
     private NativeDb(String uri, String[] options, long handle) {
         this.uri = uri;
@@ -222,6 +223,25 @@ public final class NativeDb implements Closeable {
         } finally {
             lock.readLock().unlock();
         }
+    }
+
+    /** The files this DB handed over to checkpoints, and who owns them (outlives the DB). */
+    public HandedOverFiles handedOverFiles() {
+        return handedOverFiles;
+    }
+
+    /**
+     * Owns again files handed over to checkpoints that all came to nothing; see {@link
+     * ForStNative#takeBackFiles}.
+     *
+     * @throws IllegalStateException if the DB is closed
+     */
+    void takeBack(String[] names) {
+        whileOpen(
+                () -> {
+                    ForStNative.takeBackFiles(handle, names);
+                    return null;
+                });
     }
 
     /**

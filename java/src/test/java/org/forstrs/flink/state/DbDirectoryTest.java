@@ -105,7 +105,7 @@ class DbDirectoryTest {
                 String[] names = checkpoint.fileNames();
                 assertThat(names).hasSize(1);
                 handedOver = names[0];
-                checkpoint.handOver(names);
+                db.handedOverFiles().handOver(checkpoint, 1, names);
             } finally {
                 checkpoint.release();
             }
@@ -131,6 +131,7 @@ class DbDirectoryTest {
                         new org.apache.flink.core.fs.Path(file.toUri()),
                         Files.size(file),
                         null,
+                        1,
                         handedOver)
                 .discardState();
         assertThat(dead).doesNotExist();

@@ -37,7 +37,7 @@ class WarmDiskCacheAfterFailoverTest {
             try {
                 manifest = checkpoint.manifest();
                 names = checkpoint.fileNames();
-                checkpoint.handOver(names);
+                first.handedOverFiles().handOver(checkpoint, 1, names);
             } finally {
                 checkpoint.release();
             }
