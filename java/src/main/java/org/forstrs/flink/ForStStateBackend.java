@@ -33,7 +33,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Flink's disaggregated state backend with the Rust engine: keyed state lives in one native DB
@@ -350,7 +349,10 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         if (dirs == null) {
             return env.getTaskManagerInfo().getTmpWorkingDirectory();
         }
-        return new File(dirs.get(ThreadLocalRandom.current().nextInt(dirs.size())));
+        // By subtask, not at random: the next attempt of the subtask opens in the same directory
+        // and collects what this one leaves (DbDirectory.prepare).
+        int subtask = env.getTaskInfo().getIndexOfThisSubtask();
+        return new File(dirs.get(subtask % dirs.size()));
     }
 
     /**

@@ -1,10 +1,12 @@
 package org.forstrs.flink;
 
+import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -122,6 +124,42 @@ class CheckpointRecoveryITCase {
                 .allMatch(s -> s.bytesThroughProcess() == 0);
         assertThat(stats).as("new SSTs handed over").anyMatch(s -> s.filesHandedOver() > 0);
         assertThat(stats).as("handed-over SSTs reused").anyMatch(s -> s.filesReused() > 0);
+    }
+
+    /**
+     * Files handed over in place through 40 failovers, checkpoints every 100 ms and up to three
+     * at once: results stay exact, and once the job FINISHED nothing is left under the shared
+     * directory. Many checkpoints' results are discarded on the task manager here (aborted after
+     * their asynchronous phase, or still running at a failover), several of them handing over the
+     * same files as a completed one: the files return to their DB or, when the DB was disposed
+     * first, go with the last discard, while the files completed checkpoints reference stay for
+     * the restores that follow.
+     */
+    @Test
+    void nothingIsLeftUnderSharedAfterFortyFailoversWithFilesHandedOver(@TempDir Path checkpoints)
+            throws Exception {
+        String run = "forty-failovers-" + UUID.randomUUID();
+        long records = 400_000;
+        int failingAttempts = 40;
+        Configuration config = CountingJob.config(checkpoints, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        config.set(CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS, 3);
+        config.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2 * failingAttempts);
+        CheckpointStatsLog.clear();
+        StreamExecutionEnvironment env = environment(config);
+        CountingJob.build(env, run, records, KEYS, RECORDS_PER_CHECKPOINT, failingAttempts, 1);
+
+        JobExecutionResult result = env.execute("counting with 40 failovers, files handed over");
+
+        assertFailedAndResumed(run, failingAttempts);
+        assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        assertThat(CheckpointStatsLog.recent())
+                .as("new SSTs handed over")
+                .anyMatch(s -> s.filesHandedOver() > 0);
+        Path jobDir = checkpoints.resolve(result.getJobID().toString());
+        // The JobManager discards the last checkpoints' files asynchronously after FINISHED.
+        Await.until(() -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
+        assertThat(CheckpointFiles.sharedFiles(jobDir)).isEmpty();
     }
 
     /**

@@ -111,7 +111,10 @@ public final class ForStRestoreOperation<K> {
             String[] nativeOptions,
             boolean timersInStore)
             throws Exception {
-        DbDirectory.prepare(dbUri, nativeOptions);
+        DbDirectory.prepare(
+                dbUri,
+                nativeOptions,
+                parameters.getEnv().getTaskInfo().getNumberOfParallelSubtasks());
         if (parameters.getStateHandles().isEmpty()) {
             return new Restored<>(
                     NativeDb.open(dbUri, nativeOptions),

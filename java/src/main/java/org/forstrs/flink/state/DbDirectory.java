@@ -71,9 +71,10 @@ public final class DbDirectory {
      * them), collects the directories of the subtask's other attempts next to it and, on a local
      * file system, creates the directory.
      */
-    public static void prepare(String uri, String[] nativeOptions) throws IOException {
+    public static void prepare(String uri, String[] nativeOptions, int parallelism)
+            throws IOException {
         delete(uri, nativeOptions, true);
-        collectOtherAttempts(uri, nativeOptions);
+        collectOtherAttempts(uri, nativeOptions, parallelism);
         File local = localDirectory(uri);
         if (local != null) {
             createRacingCleanup(local.toPath());
@@ -106,9 +107,12 @@ public final class DbDirectory {
      * Collects the directories of the other attempts of {@code uri}'s subtask (same operator
      * directory, same subtask index, another attempt number): within one execution attempts
      * never run at once, and an attempt number seen again (a new execution graph) finds its own
-     * directory removed by {@link #prepare}. The current attempt's directory is not touched.
+     * directory removed by {@link #prepare}. Subtask 0 also collects those of subtask indexes the
+     * operator no longer has ({@code >= parallelism}): a rescale after a task manager was killed
+     * leaves them to nobody else. The current attempt's directory is not touched.
      */
-    static void collectOtherAttempts(String uri, String[] nativeOptions) throws IOException {
+    static void collectOtherAttempts(String uri, String[] nativeOptions, int parallelism)
+            throws IOException {
         // The URI as given, not as Flink's Path prints it ("scheme:/path"), which the engine
         // reads only for file://.
         int slash = uri.lastIndexOf('/');
@@ -119,11 +123,21 @@ public final class DbDirectory {
         String operatorDir = uri.substring(0, slash);
         for (String name : children(operatorDir, nativeOptions)) {
             Matcher other = ATTEMPT_DIR.matcher(name);
-            if (other.matches()
-                    && other.group(1).equals(own.group(1))
-                    && !other.group(2).equals(own.group(2))) {
+            if (!other.matches()) {
+                continue;
+            }
+            boolean earlierAttempt =
+                    other.group(1).equals(own.group(1)) && !other.group(2).equals(own.group(2));
+            boolean goneSubtask =
+                    own.group(1).equals("0") && Long.parseLong(other.group(1)) >= parallelism;
+            if (earlierAttempt || goneSubtask) {
                 String dead = operatorDir + "/" + name;
-                LOG.info("Collecting {}, left by an earlier attempt of the subtask", dead);
+                LOG.info(
+                        "Collecting {}, left by {}",
+                        dead,
+                        earlierAttempt
+                                ? "an earlier attempt of the subtask"
+                                : "a subtask the operator no longer has");
                 delete(dead, nativeOptions, false);
             }
         }

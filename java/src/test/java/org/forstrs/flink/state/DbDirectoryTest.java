@@ -77,7 +77,7 @@ class DbDirectoryTest {
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "left over");
         Files.createDirectories(dir.resolve(JOB + "/op_x/subtask_1_attempt_0"));
-        DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS);
+        DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS, 2);
         assertThat(db).isEmptyDirectory();
         assertThat(dir.resolve(JOB + "/op_x/subtask_1_attempt_0")).exists();
     }
@@ -118,7 +118,7 @@ class DbDirectoryTest {
         }
 
         Path next = operator.resolve("subtask_0_attempt_1");
-        DbDirectory.prepare(next.toUri().toString(), NO_OPTIONS);
+        DbDirectory.prepare(next.toUri().toString(), NO_OPTIONS, 2);
         assertThat(next).isEmptyDirectory();
         try (Stream<Path> files = Files.list(dead)) {
             assertThat(files.map(f -> f.getFileName().toString())).containsExactly(handedOver);
@@ -153,7 +153,30 @@ class DbDirectoryTest {
                 .containsExactly("subtask_0_attempt_0");
         assertThat(ForStNative.listChildren(dead, NO_OPTIONS)).contains("LOCK");
 
-        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS);
+        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS, 2);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
+    }
+
+    /**
+     * After a rescale from 4 to 2 that followed a task manager's death, subtask 0 collects the
+     * directories of subtasks 2 and 3, which nobody opens again; subtask 1's stays.
+     */
+    @Test
+    void subtaskZeroCollectsSubtasksTheOperatorNoLongerHas() throws Exception {
+        String operator = "memory://db-directory-test/" + JOB + "/op_rescaled";
+        for (String name :
+                new String[] {"subtask_1_attempt_0", "subtask_2_attempt_0", "subtask_3_attempt_4"}) {
+            try (NativeDb db = NativeDb.open(operator + "/" + name, NO_OPTIONS)) {
+                put(db, db.createColumnFamily("s"), 1);
+                db.compact();
+            }
+        }
+        DbDirectory.prepare(operator + "/subtask_1_attempt_1", NO_OPTIONS, 2);
+        assertThat(ForStNative.listChildren(operator, NO_OPTIONS))
+                .as("only subtask 0 collects gone subtasks")
+                .containsExactlyInAnyOrder("subtask_2_attempt_0", "subtask_3_attempt_4");
+
+        DbDirectory.prepare(operator + "/subtask_0_attempt_0", NO_OPTIONS, 2);
         assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
     }
 
@@ -214,7 +237,7 @@ class DbDirectoryTest {
                             .toUri()
                             .toString();
             together.arriveAndAwaitAdvance();
-            DbDirectory.prepare(uri, NO_OPTIONS);
+            DbDirectory.prepare(uri, NO_OPTIONS, 8);
             assertThat(DbDirectory.localDirectory(uri)).isDirectory();
             DbDirectory.remove(uri, NO_OPTIONS);
         }
