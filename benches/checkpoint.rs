@@ -103,7 +103,7 @@ fn complete(
     let names: Vec<String> =
         checkpoint.files().unwrap().into_iter().map(|(name, _)| name).collect();
     let before = db.stats().io.bytes_written;
-    checkpoint.hand_over(&names).unwrap();
+    checkpoint.hand_over(&names, 1).unwrap();
     let written = db.stats().io.bytes_written - before;
     let files = names.into_iter().map(|name| (name.clone(), (storage.clone(), name))).collect();
     let source =

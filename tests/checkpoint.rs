@@ -175,7 +175,7 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
     let moving = [OpKind::Create, OpKind::Write, OpKind::Copy];
     let before: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
     let puts = counted.calls(OpKind::Put);
-    checkpoint.hand_over(&names).unwrap();
+    checkpoint.hand_over(&names, 1).unwrap();
     let after: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
     assert_eq!(after, before, "files created, written or copied by the hand-over");
     assert_eq!(counted.calls(OpKind::Put), puts + 1, "the hand-over is one manifest put");
@@ -202,7 +202,8 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
 
     // Deleting the database deletes what it owns only; a database opened there later keeps
     // protecting the files it gave away.
-    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase)).unwrap();
+    let kept =
+        block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase, None)).unwrap();
     assert_eq!(kept, handed_over.len());
     assert_eq!(ssts_in(&db_dir), handed_over, "after deleting the database");
     let fresh = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
@@ -224,6 +225,55 @@ fn handed_over_files_move_no_byte_and_outlive_compaction_close_and_reopen() {
 }
 
 /// Every file under `dir`, relative to it.
+/// A file taken back after compaction replaced it stays while a checkpoint still pins it (the
+/// checkpoint may hand it over again) and goes when that pin is let go; one nothing holds goes at
+/// once; one still listed goes with the compaction that replaces it. Taking back survives a
+/// reopen: the manifest no longer protects the file.
+#[test]
+fn taken_back_files_are_deleted_by_their_last_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = tmp.path().join("db");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let db = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    let mut writer = Writer::new(db, KeyGroups::new(0, KEY_GROUPS - 1), 5);
+    (0..2000).for_each(|_| writer.step());
+    let mut first = writer.db.checkpoint().unwrap();
+    first.wait_durable().unwrap();
+    let names: Vec<String> = first.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    first.hand_over(&names, 1).unwrap();
+    drop(first);
+    let mut pinning = writer.db.checkpoint().unwrap();
+    pinning.wait_durable().unwrap();
+    (0..2000).for_each(|_| writer.step());
+    writer.db.compact_all().unwrap();
+    let taken: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    assert!(live_files(&writer.db).is_disjoint(&taken), "compaction replaced them");
+
+    writer.db.take_back(&names).unwrap();
+    writer.db.wait_for_file_deletions();
+    assert!(ssts_in(&db_dir).is_superset(&taken), "pinned by the second checkpoint");
+    drop(pinning);
+    writer.db.wait_for_file_deletions();
+    assert!(ssts_in(&db_dir).is_disjoint(&taken), "gone with the last pin");
+
+    // Taken back while listed: owned again, also for the manifest (a deletion of the database
+    // keeps nothing).
+    let mut second = writer.db.checkpoint().unwrap();
+    second.wait_durable().unwrap();
+    let listed: Vec<String> = second.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    second.hand_over(&listed, 2).unwrap();
+    drop(second);
+    writer.db.close().unwrap();
+    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase, None));
+    assert_eq!(kept.unwrap(), listed.len(), "handed over: kept");
+    let reopened = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
+    reopened.take_back(&listed).unwrap();
+    reopened.close().unwrap();
+    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing, None)).unwrap();
+    assert_eq!(kept, 0, "taken back: owned again");
+    assert!(ssts_in(&db_dir).is_empty());
+}
+
 fn files_in(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect()
 }
@@ -244,7 +294,7 @@ fn a_dead_writers_directory_keeps_only_what_it_handed_over() {
     let mut checkpoint = writer.db.checkpoint().unwrap();
     checkpoint.wait_durable().unwrap();
     let names: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
-    checkpoint.hand_over(&names).unwrap();
+    checkpoint.hand_over(&names, 1).unwrap();
     drop(checkpoint);
     let handed_over: std::collections::BTreeSet<String> = names.iter().cloned().collect();
     (0..4000).for_each(|_| writer.step());
@@ -256,16 +306,17 @@ fn a_dead_writers_directory_keeps_only_what_it_handed_over() {
     std::fs::write(db_dir.join("LOCK"), b"0123456789abcdef").unwrap();
     std::fs::write(db_dir.join("000999999-dead.sst"), b"flushed, manifest never written").unwrap();
 
-    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap();
+    let kept = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing, None)).unwrap();
     assert_eq!(kept, handed_over.len());
     assert_eq!(files_in(&db_dir), handed_over, "only the handed-over files stay");
 
     // Collected again (a later attempt), nothing changes while the checkpoint needs them ...
-    let again = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap();
+    let again = block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing, None)).unwrap();
     assert_eq!(again, handed_over.len());
     assert_eq!(files_in(&db_dir), handed_over);
     // ... and a database reopened there protects them.
-    let reused = block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase)).unwrap();
+    let reused =
+        block_on(delete_database(local(&db_dir).as_ref(), Leave::EmptyDatabase, None)).unwrap();
     assert_eq!(reused, handed_over.len());
     let fresh = Db::open_with_storage(local(&db_dir), restore_options()).unwrap();
     fresh.close().unwrap();
@@ -275,10 +326,16 @@ fn a_dead_writers_directory_keeps_only_what_it_handed_over() {
     let mut remaining: Vec<&String> = handed_over.iter().collect();
     let last = remaining.pop().unwrap();
     remaining.iter().for_each(|name| std::fs::remove_file(db_dir.join(name)).unwrap());
-    assert_eq!(block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap(), 1);
+    assert_eq!(
+        block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing, None)).unwrap(),
+        1
+    );
     assert_eq!(files_in(&db_dir), [last.clone()].into_iter().collect());
     std::fs::remove_file(db_dir.join(last)).unwrap();
-    assert_eq!(block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing)).unwrap(), 0);
+    assert_eq!(
+        block_on(delete_database(local(&db_dir).as_ref(), Leave::Nothing, None)).unwrap(),
+        0
+    );
     assert!(files_in(&db_dir).is_empty(), "nothing is left: {:?}", files_in(&db_dir));
 }
 
@@ -477,7 +534,7 @@ fn on_s3_checkpoint_hands_files_over_and_restores_them_in_place() {
     let moving = [OpKind::Create, OpKind::Write, OpKind::Copy];
     let calls_before: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
     let (puts, written) = (counted.calls(OpKind::Put), writer.db.stats().io.bytes_written);
-    checkpoint.hand_over(&names).unwrap();
+    checkpoint.hand_over(&names, 1).unwrap();
     let calls_after: Vec<u64> = moving.iter().map(|&kind| counted.calls(kind)).collect();
     assert_eq!(calls_after, calls_before, "objects created, written or copied by the hand-over");
     assert_eq!(counted.calls(OpKind::Put), puts + 1, "the hand-over is one manifest put");

@@ -386,7 +386,7 @@ fn a_handed_over_file_leaves_the_cache_once_compaction_replaces_it() {
     checkpoint.wait_durable().unwrap();
     let handed_over: Vec<String> =
         checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
-    checkpoint.hand_over(&handed_over).unwrap();
+    checkpoint.hand_over(&handed_over, 1).unwrap();
     drop(checkpoint);
     assert!(cache.stats().entries as usize >= handed_over.len(), "{:?}", cache.stats());
 

@@ -145,19 +145,24 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
     })
 }
 
-/// `static native void checkpointHandOver(long checkpoint, String[] names)`: the files become
-/// the checkpoint's where they are (see `Checkpoint::hand_over`).
+/// `static native void checkpointHandOver(long checkpoint, String[] names, long checkpointId)`:
+/// the files become Flink checkpoint `checkpointId`'s where they are (see `Checkpoint::hand_over`).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointHandOver<'l>(
     mut env: JNIEnv<'l>,
     _class: JClass<'l>,
     checkpoint: jlong,
     names: JObjectArray<'l>,
+    checkpoint_id: jlong,
 ) {
     guard(&mut env, |env| {
         let names = strings(env, &names, "names")?;
+        let Ok(checkpoint_id) = u64::try_from(checkpoint_id) else {
+            return illegal_argument(format!("negative checkpointId {checkpoint_id}"));
+        };
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).hand_over(&names)?;
+        let checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        checkpoint.hand_over(&names, checkpoint_id)?;
         Ok(())
     })
 }

@@ -4,6 +4,7 @@
 //! takes them like any other file. A file is published only by `fileFinish` (atomically, as
 //! every storage writer does); an aborted or abandoned one leaves nothing behind.
 
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 use ::jni::JNIEnv;
@@ -16,7 +17,7 @@ use super::guard::{Failure, JniResult, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
-use crate::lsm::{Leave, delete_database};
+use crate::lsm::{AfterFailover, Leave, delete_database};
 use crate::storage::{
     FileWriter, StorageOptions, block_on, delete_tree, list_children, open_storage,
 };
@@ -156,11 +157,13 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileDelete<'l>(
     })
 }
 
-/// `static native int deleteDatabase(String dirUri, String[] options, boolean reopened)`: deletes
-/// the files of the closed or dead database at `dirUri` that it owns, keeping those it handed over
-/// to checkpoints; `reopened`: a database opens there next, so an empty one that protects the kept
-/// files is left, otherwise nothing of the database (see `lsm::delete_database`). Returns how
-/// many files it kept.
+/// `static native int deleteDatabase(String dirUri, String[] options, boolean reopened, long
+/// restoredFrom, String[] referenced)`: deletes the files of the closed or dead database at
+/// `dirUri` that it owns, keeping those it handed over to checkpoints; `reopened`: a database
+/// opens there next, so an empty one that protects the kept files is left, otherwise nothing of
+/// the database. `restoredFrom` >= 0: the database died in this run, which restored checkpoint
+/// `restoredFrom` (0: none) referencing the files `referenced`; files only aborted checkpoints
+/// handed over go too (see `lsm::delete_database`). Returns how many files it kept.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDatabase<'l>(
     mut env: JNIEnv<'l>,
@@ -168,12 +171,22 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_deleteDatabase<'l>(
     dir_uri: JString<'l>,
     options: JObjectArray<'l>,
     reopened: jboolean,
+    restored_from: jlong,
+    referenced: JObjectArray<'l>,
 ) -> jint {
     guard(&mut env, |env| {
         let (dir_uri, storage_options) = directory(env, &dir_uri, &options)?;
+        let referenced: HashSet<String> = if referenced.is_null() {
+            HashSet::new()
+        } else {
+            strings(env, &referenced, "referenced")?.into_iter().collect()
+        };
         let storage = open_storage(&dir_uri, &storage_options)?;
         let leave = if reopened != 0 { Leave::EmptyDatabase } else { Leave::Nothing };
-        let kept = block_on(delete_database(storage.as_ref(), leave))?;
+        let after_failover = u64::try_from(restored_from)
+            .ok()
+            .map(|restored_from| AfterFailover { restored_from, referenced: &referenced });
+        let kept = block_on(delete_database(storage.as_ref(), leave, after_failover.as_ref()))?;
         Ok(jint::try_from(kept).unwrap_or(jint::MAX))
     })
 }

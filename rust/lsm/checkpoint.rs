@@ -133,6 +133,7 @@ impl Checkpoint {
             tombstones: version.tombstones.clone(),
             files,
             released: Vec::new(),
+            hand_overs: Vec::new(),
         }))
     }
 
@@ -157,7 +158,8 @@ impl Checkpoint {
     /// database's directory under the same names: no byte moves. From then on the database never
     /// deletes them (whoever holds the checkpoint does, Flink's SharedStateRegistry); a new
     /// manifest records that before this returns, so a reopen does not collect them either.
-    pub fn hand_over(&self, names: &[String]) -> Result<()> {
+    /// `checkpoint_id` is recorded as the file's first hand-over unless an earlier one is.
+    pub fn hand_over(&self, names: &[String], checkpoint_id: u64) -> Result<()> {
         let by_name: HashMap<&str, &Arc<TableFile>> =
             self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
         let mut files = Vec::with_capacity(names.len());
@@ -173,7 +175,7 @@ impl Checkpoint {
             }
             files.push((*file).clone());
         }
-        self.db.give_away(&files)
+        self.db.give_away(&files, checkpoint_id)
     }
 
     /// Copies files of the checkpoint, `(name, destination name)`, into `dest`, concurrently.

@@ -21,13 +21,31 @@ pub enum Leave {
     EmptyDatabase,
 }
 
+/// What the job knows when it collects the database of an attempt that died in the same run
+/// (same execution graph): at the failover Flink aborted every pending checkpoint and restored
+/// the latest completed one, `restored_from`, so no checkpoint after it that this database took
+/// part in can ever complete.
+pub struct AfterFailover<'a> {
+    /// The checkpoint the job restored from; 0 if it restored none.
+    pub restored_from: u64,
+    /// The database's files (names in its directory) that the restored checkpoint references.
+    pub referenced: &'a HashSet<String>,
+}
+
 /// Deletes every file of the database in `storage` except the ones it gave away and that are
-/// still there, and whatever `leave` says. A directory without a manifest (a database deleted
+/// still there, and whatever `leave` says. With `after_failover`, a given-away file first handed
+/// over by a checkpoint after `restored_from` (and not referenced by it) goes too: every
+/// checkpoint that handed it over or could reference it came after the restored one, so none
+/// completed. A directory without a manifest (a database deleted
 /// with `Leave::Nothing`) keeps its SSTs: nothing says they are the database's own. Ignores the
 /// writer's `LOCK` (the caller knows the writer is gone: closed, or its task manager dead) and
 /// deletes it. Manifests go last, the newest after the older ones, so a deletion cut short and
 /// run again still knows what to keep. Returns how many files were kept (0: no file is left).
-pub async fn delete_database(storage: &dyn Storage, leave: Leave) -> Result<usize> {
+pub async fn delete_database(
+    storage: &dyn Storage,
+    leave: Leave,
+    after_failover: Option<&AfterFailover<'_>>,
+) -> Result<usize> {
     let files = match storage.list("").await {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
         listed => listed?,
@@ -52,8 +70,17 @@ pub async fn delete_database(storage: &dyn Storage, leave: Leave) -> Result<usiz
             .map(|p| p.to_string())
             .collect(),
     };
-    let kept: Vec<String> =
-        given_away.into_iter().filter(|name| present.contains(name.as_str())).collect();
+    let aborted = |name: &str| {
+        let (Some(after), Some((_, data))) = (after_failover, &latest) else {
+            return false;
+        };
+        let first = data.hand_overs.iter().find(|(n, _)| n == name).map(|(_, c)| *c);
+        first.is_some_and(|c| c > after.restored_from) && !after.referenced.contains(name)
+    };
+    let kept: Vec<String> = given_away
+        .into_iter()
+        .filter(|name| present.contains(name.as_str()) && !aborted(name))
+        .collect();
     let keep: HashSet<&str> = kept.iter().map(String::as_str).collect();
     for file in &files {
         if !is_manifest(&file.path) && !keep.contains(file.path.as_str()) {
@@ -65,10 +92,17 @@ pub async fn delete_database(storage: &dyn Storage, leave: Leave) -> Result<usiz
         None => (0, 0, 1),
     };
     if leave == Leave::EmptyDatabase && !kept.is_empty() {
+        let hand_overs = match &latest {
+            Some((_, data)) => {
+                data.hand_overs.iter().filter(|(n, _)| keep.contains(n.as_str())).cloned().collect()
+            }
+            None => Vec::new(),
+        };
         let empty = ManifestData {
             last_seq,
             next_file_number,
             released: kept.clone(),
+            hand_overs,
             ..Default::default()
         };
         write_manifest(storage, number + 1, &empty).await?;

@@ -48,7 +48,7 @@ pub use checkpoint::Checkpoint;
 pub use column_family::ColumnFamily;
 pub use db::Db;
 pub use db_iterator::DbIterator;
-pub use destroy::{Leave, delete_database};
+pub use destroy::{AfterFailover, Leave, delete_database};
 pub use options::DbOptions;
 pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
 pub use stats::{DbStats, EXPORTED_STATS};

@@ -161,6 +161,7 @@ pub fn restore(
         tombstones: Arc::new(FragmentedTombstones::new(tombstones)),
         files: order_levels(files)?,
         released: previous.released,
+        hand_overs: previous.hand_overs,
     };
     block_on(manifest::write_manifest(storage.as_ref(), previous_manifest + 1, &data))?;
     Db::open_resolving(storage, options, &|url| match holders.get(url) {

@@ -77,13 +77,16 @@ impl DbInner {
     /// still live as external, the others (a compaction replaced them since they were pinned)
     /// among the released files, so that open does not collect them as orphans. On failure the
     /// files this call disowned are owned again.
-    pub(crate) fn give_away(&self, files: &[Arc<TableFile>]) -> Result<()> {
+    pub(crate) fn give_away(&self, files: &[Arc<TableFile>], checkpoint_id: u64) -> Result<()> {
         let mut meta = self.meta.lock().unwrap();
         let disowned: Vec<&Arc<TableFile>> = files.iter().filter(|f| f.is_owned()).collect();
         if disowned.is_empty() {
             return Ok(());
         }
         disowned.iter().for_each(|f| f.disown());
+        for file in &disowned {
+            meta.hand_overs.entry(file.path.clone()).or_insert(checkpoint_id);
+        }
         let current = self.current().version.clone();
         let live: HashSet<u64> = current.files().map(|f| f.number).collect();
         let released_before = meta.released.len();
@@ -92,7 +95,10 @@ impl DbInner {
         meta.released.extend(dropped.iter().map(|f| f.path.clone()));
         if let Err(e) = self.persist(&mut meta, &current) {
             meta.released.truncate(released_before);
-            disowned.iter().for_each(|f| f.own_again());
+            disowned.iter().for_each(|f| {
+                f.own_again();
+                meta.hand_overs.remove(&f.path);
+            });
             return Err(e);
         }
         hold_released(&mut meta, dropped.into_iter());
@@ -121,8 +127,11 @@ impl DbInner {
             return Ok(());
         }
         live.iter().for_each(|f| f.own_again());
+        let hand_overs_before = meta.hand_overs.clone();
+        meta.hand_overs.retain(|name, _| !wanted.contains(name.as_str()));
         if let Err(e) = self.persist(&mut meta, &current) {
             meta.released = released_before;
+            meta.hand_overs = hand_overs_before;
             live.iter().for_each(|f| f.disown());
             return Err(e);
         }
@@ -155,6 +164,7 @@ impl DbInner {
                 .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
                 .collect(),
             released: meta.released.clone(),
+            hand_overs: meta.hand_overs.iter().map(|(n, c)| (n.clone(), *c)).collect(),
         };
         let number = meta.manifest_number + 1;
         block_on(write_manifest(self.storage.as_ref(), number, &data))?;

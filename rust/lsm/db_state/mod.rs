@@ -67,6 +67,8 @@ struct MetaState {
     /// an iterator) may still hold them, by name: `take_back` owns them again through these, so
     /// that the last holder deletes them.
     released_held: HashMap<String, Weak<TableFile>>,
+    /// See `ManifestData::hand_overs`.
+    hand_overs: BTreeMap<String, u64>,
 }
 
 pub(crate) struct DbInner {
@@ -137,6 +139,17 @@ impl DbInner {
         let in_directory = data.files.iter().filter(|f| f.location.is_none());
         let live: HashSet<&str> = in_directory.map(|f| f.path.as_str()).collect();
         let orphans = block_on(delete_orphans(storage.as_ref(), &live, &mut released))?;
+        let given_away: HashSet<&str> = data
+            .files
+            .iter()
+            .filter(|f| !f.owned && f.location.is_none())
+            .map(|f| f.path.as_str())
+            .chain(released.iter().map(String::as_str))
+            .collect();
+        let hand_overs: BTreeMap<String, u64> = std::mem::take(&mut data.hand_overs)
+            .into_iter()
+            .filter(|(name, _)| given_away.contains(name.as_str()))
+            .collect();
         if orphans > 0 {
             tracing::info!("deleted {orphans} SST files the manifest does not list");
         }
@@ -166,6 +179,7 @@ impl DbInner {
                 manifest_number,
                 released,
                 released_held: HashMap::new(),
+                hand_overs,
             }),
             families: RwLock::new(
                 data.column_families

@@ -11,6 +11,9 @@
 //!
 //! Format 4 added visible bounds with an exclusive end (bounds flag 2, see `version::Bounds`);
 //! format 3 manifests read unchanged.
+//!
+//! Format 5 added, after the released files, the hand-over records (see
+//! `ManifestData::hand_overs`); older manifests read with none.
 
 use std::sync::Arc;
 
@@ -24,7 +27,7 @@ use crate::storage::{Storage, WriteMode};
 use crate::{Error, Result};
 
 const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
-const FORMAT_VERSION: u32 = 4;
+const FORMAT_VERSION: u32 = 5;
 /// The oldest format `decode` reads (without ownership: every file owned).
 const OLDEST_FORMAT_VERSION: u32 = 2;
 const FLAG_EXTERNAL: u8 = 1;
@@ -92,6 +95,11 @@ pub struct ManifestData {
     /// gave away (handed over to a checkpoint) before it dropped them: open must not collect them
     /// as orphans. Names leave the list once the file is gone (its new owner deleted it).
     pub released: Vec<String>,
+    /// Per file handed over in place and not taken back (listed as external, or released): the
+    /// first checkpoint that handed it over. A process that collects the directory of a database
+    /// whose task manager died uses it to tell files of checkpoints that were aborted at the
+    /// failover from files a retained checkpoint may reference (see `lsm::delete_database`).
+    pub hand_overs: Vec<(String, u64)>,
 }
 
 pub fn manifest_path(number: u64) -> String {
@@ -196,6 +204,11 @@ pub fn encode(data: &ManifestData) -> Bytes {
     for name in &data.released {
         put_bytes(&mut body, name.as_bytes());
     }
+    body.put_u32_le(data.hand_overs.len() as u32);
+    for (name, checkpoint) in &data.hand_overs {
+        put_bytes(&mut body, name.as_bytes());
+        body.put_u64_le(*checkpoint);
+    }
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_u64_le(MAGIC);
     out.put_u32_le(FORMAT_VERSION);
@@ -280,6 +293,12 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
     if version >= 3 {
         for _ in 0..r.u32()? {
             data.released.push(r.string()?);
+        }
+    }
+    if version >= 5 {
+        for _ in 0..r.u32()? {
+            let name = r.string()?;
+            data.hand_overs.push((name, r.u64()?));
         }
     }
     if !r.buf.is_empty() {
@@ -378,6 +397,7 @@ mod tests {
                 file(6, clipped)
             }],
             released: vec!["000003-ab.sst".into()],
+            hand_overs: vec![("000003-ab.sst".into(), 4)],
         }
     }
 

@@ -211,10 +211,11 @@ public final class ForStNative {
     /**
      * Hands checkpoint files {@code names} over to the checkpoint where they are, in the DB
      * directory under the same names: no byte moves. The DB never deletes them again (whoever
-     * holds the checkpoint does: Flink's SharedStateRegistry); a new DB manifest records it before
-     * this returns.
+     * holds the checkpoint does: Flink's SharedStateRegistry); a new DB manifest records it, with
+     * {@code checkpointId} as the first checkpoint that handed each file over, before this returns.
      */
-    public static native void checkpointHandOver(long checkpoint, String[] names);
+    public static native void checkpointHandOver(
+            long checkpoint, String[] names, long checkpointId);
 
     /**
      * Reads part of a checkpoint file, for checkpoint storages that take streams instead of files
@@ -297,9 +298,19 @@ public final class ForStNative {
      * @param options as for {@link #open} (only the storage keys matter)
      * @param reopened a DB opens at {@code dirUri} next: the kept files stay under an empty DB
      *     that protects them from its orphan collection; otherwise nothing of the DB stays
+     * @param restoredFrom for a DB that died in this run (same execution graph): the checkpoint
+     *     the run restored from (0: none), so that files only checkpoints after it handed over
+     *     (all aborted at the failover) go too; -1 otherwise
+     * @param referenced with {@code restoredFrom}: the DB's files (names in its directory) the
+     *     restored checkpoint references, which stay; may be null
      * @return how many files were kept (0: nothing is left but, maybe, empty directories)
      */
-    public static native int deleteDatabase(String dirUri, String[] options, boolean reopened);
+    public static native int deleteDatabase(
+            String dirUri,
+            String[] options,
+            boolean reopened,
+            long restoredFrom,
+            String[] referenced);
 
     /**
      * The names directly under the directory {@code dirUri} (files, and directories holding

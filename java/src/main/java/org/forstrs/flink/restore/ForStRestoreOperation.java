@@ -22,6 +22,7 @@ import org.apache.flink.runtime.state.v2.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.util.StateMigrationException;
 
 import org.forstrs.flink.snapshot.ForStAsyncSnapshot;
+import org.forstrs.flink.state.AttemptRun;
 import org.forstrs.flink.state.DbDirectory;
 import org.forstrs.flink.state.NativeDb;
 import org.forstrs.flink.state.ReferencedFiles;
@@ -36,9 +37,11 @@ import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Restores a ForSt-RS keyed backend from native checkpoints or savepoints: one handle (restore)
@@ -101,6 +104,31 @@ public final class ForStRestoreOperation<K> {
     }
 
     /**
+     * The attempt's run and the checkpoint it restores from (see {@link AttemptRun}): the
+     * checkpoint is known when every handle is a native checkpoint's, or there is none.
+     */
+    private static AttemptRun attemptRun(KeyedStateBackendParameters<?> parameters) {
+        String runId = parameters.getEnv().getExecutionId().getExecutionGraphId().toString();
+        long restoredFrom = 0;
+        Set<String> referenced = new HashSet<>();
+        for (KeyedStateHandle handle : parameters.getStateHandles()) {
+            if (!(handle instanceof IncrementalRemoteKeyedStateHandle)) {
+                return new AttemptRun(runId, -1, Set.of());
+            }
+            IncrementalRemoteKeyedStateHandle checkpoint =
+                    (IncrementalRemoteKeyedStateHandle) handle;
+            restoredFrom = Math.max(restoredFrom, checkpoint.getCheckpointId());
+            for (HandleAndLocalPath file : checkpoint.getSharedState()) {
+                if (file.getHandle() instanceof FileStateHandle) {
+                    referenced.add(
+                            ((FileStateHandle) file.getHandle()).getFilePath().toString());
+                }
+            }
+        }
+        return new AttemptRun(runId, restoredFrom, referenced);
+    }
+
+    /**
      * As {@link #openDatabase(KeyedStateBackendParameters, String, String[])}; {@code
      * timersInStore}: the timers of a canonical savepoint go into their column families (the
      * backend keeps timers in the store) rather than onto heap queues.
@@ -114,7 +142,8 @@ public final class ForStRestoreOperation<K> {
         DbDirectory.prepare(
                 dbUri,
                 nativeOptions,
-                parameters.getEnv().getTaskInfo().getNumberOfParallelSubtasks());
+                parameters.getEnv().getTaskInfo().getNumberOfParallelSubtasks(),
+                attemptRun(parameters));
         if (parameters.getStateHandles().isEmpty()) {
             return new Restored<>(
                     NativeDb.open(dbUri, nativeOptions),

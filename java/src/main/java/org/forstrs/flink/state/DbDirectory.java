@@ -10,6 +10,8 @@ import org.forstrs.jni.ForStNative;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.annotation.Nullable;
+
 import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -71,13 +73,17 @@ public final class DbDirectory {
      * them), collects the directories of the subtask's other attempts next to it and, on a local
      * file system, creates the directory.
      */
-    public static void prepare(String uri, String[] nativeOptions, int parallelism)
+    public static void prepare(String uri, String[] nativeOptions, int parallelism, AttemptRun run)
             throws IOException {
-        delete(uri, nativeOptions, true);
-        collectOtherAttempts(uri, nativeOptions, parallelism);
+        delete(uri, nativeOptions, true, null);
+        collectOtherAttempts(uri, nativeOptions, parallelism, run);
         File local = localDirectory(uri);
         if (local != null) {
             createRacingCleanup(local.toPath());
+        }
+        String marker = run.marker();
+        if (marker != null) {
+            ForStNative.fileFinish(ForStNative.fileCreate(uri, nativeOptions, marker));
         }
     }
 
@@ -87,7 +93,7 @@ public final class DbDirectory {
      * JobManager deleted those.
      */
     public static void remove(String uri, String[] nativeOptions) throws IOException {
-        if (delete(uri, nativeOptions, false)) {
+        if (delete(uri, nativeOptions, false, null)) {
             removeEmptyParents(new Path(uri));
         }
     }
@@ -111,7 +117,8 @@ public final class DbDirectory {
      * operator no longer has ({@code >= parallelism}): a rescale after a task manager was killed
      * leaves them to nobody else. The current attempt's directory is not touched.
      */
-    static void collectOtherAttempts(String uri, String[] nativeOptions, int parallelism)
+    static void collectOtherAttempts(
+            String uri, String[] nativeOptions, int parallelism, AttemptRun run)
             throws IOException {
         // The URI as given, not as Flink's Path prints it ("scheme:/path"), which the engine
         // reads only for file://.
@@ -138,7 +145,10 @@ public final class DbDirectory {
                         earlierAttempt
                                 ? "an earlier attempt of the subtask"
                                 : "a subtask the operator no longer has");
-                delete(dead, nativeOptions, false);
+                // Another subtask's restore may reference a gone subtask's files: only an earlier
+                // attempt of this subtask, in this run, is collected with what its run knows.
+                boolean sameRun = earlierAttempt && run.sameRun(children(dead, nativeOptions));
+                delete(dead, nativeOptions, false, sameRun ? run : null);
             }
         }
     }
@@ -231,10 +241,12 @@ public final class DbDirectory {
      * next. Where the engine serves the scheme itself (s3), through the engine's store: it wrote
      * the files with exactly these settings (endpoint, credentials), which Flink may not have a
      * file system for (no flink-s3-fs-* plugin) or may reach with other ones, and it deletes in
-     * bulk. Other schemes through Flink's file system, as the engine reaches them. Returns whether
-     * the directory is gone.
+     * bulk. Other schemes through Flink's file system, as the engine reaches them. With {@code
+     * run}, the DB died in that run: files only aborted checkpoints handed over go too (see {@link
+     * AttemptRun}). Returns whether the directory is gone.
      */
-    private static boolean delete(String uri, String[] nativeOptions, boolean reopened)
+    private static boolean delete(
+            String uri, String[] nativeOptions, boolean reopened, @Nullable AttemptRun run)
             throws IOException {
         File local = localDirectory(uri);
         if (local != null && !local.exists()) {
@@ -242,7 +254,15 @@ public final class DbDirectory {
         }
         int kept;
         try {
-            kept = ForStNative.deleteDatabase(uri, nativeOptions, reopened);
+            kept =
+                    run == null
+                            ? ForStNative.deleteDatabase(uri, nativeOptions, reopened, -1, null)
+                            : ForStNative.deleteDatabase(
+                                    uri,
+                                    nativeOptions,
+                                    reopened,
+                                    run.restoredFrom(),
+                                    run.referencedIn(uri));
         } catch (Exception e) { // natives throw IOException without declaring it
             if (String.valueOf(e.getMessage()).contains("UnsupportedFileSystemSchemeException")) {
                 LOG.warn("Cannot delete {}: no Flink file system for its scheme ({})", uri, e);

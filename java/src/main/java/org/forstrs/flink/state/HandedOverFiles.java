@@ -60,7 +60,7 @@ public final class HandedOverFiles {
 
     /** Hands the checkpoint's files {@code names} over (see {@link NativeCheckpoint#handOver}). */
     public synchronized void handOver(NativeCheckpoint checkpoint, long checkpointId, String[] names) {
-        checkpoint.handOver(names);
+        checkpoint.handOver(names, checkpointId);
         for (String name : names) {
             outstanding.computeIfAbsent(name, n -> new HashSet<>()).add(checkpointId);
         }

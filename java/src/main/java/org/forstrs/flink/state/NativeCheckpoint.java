@@ -69,13 +69,13 @@ public final class NativeCheckpoint {
     }
 
     /**
-     * Hands the files {@code names} over to the checkpoint where they are ({@code
-     * <db directory>/<name>}): the DB never deletes them again.
+     * Hands the files {@code names} over to checkpoint {@code checkpointId} where they are
+     * ({@code <db directory>/<name>}): the DB never deletes them again, unless it takes them back.
      */
-    void handOver(String[] names) {
+    void handOver(String[] names, long checkpointId) {
         db.whileOpen(
                 () -> {
-                    ForStNative.checkpointHandOver(handle, names);
+                    ForStNative.checkpointHandOver(handle, names, checkpointId);
                     return null;
                 });
     }

@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.Phaser;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -77,7 +78,7 @@ class DbDirectoryTest {
         Files.createDirectories(db);
         Files.writeString(db.resolve("MANIFEST-1"), "left over");
         Files.createDirectories(dir.resolve(JOB + "/op_x/subtask_1_attempt_0"));
-        DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS, 2);
+        DbDirectory.prepare(db.toUri().toString(), NO_OPTIONS, 2, AttemptRun.UNKNOWN);
         assertThat(db).isEmptyDirectory();
         assertThat(dir.resolve(JOB + "/op_x/subtask_1_attempt_0")).exists();
     }
@@ -118,7 +119,7 @@ class DbDirectoryTest {
         }
 
         Path next = operator.resolve("subtask_0_attempt_1");
-        DbDirectory.prepare(next.toUri().toString(), NO_OPTIONS, 2);
+        DbDirectory.prepare(next.toUri().toString(), NO_OPTIONS, 2, AttemptRun.UNKNOWN);
         assertThat(next).isEmptyDirectory();
         try (Stream<Path> files = Files.list(dead)) {
             assertThat(files.map(f -> f.getFileName().toString())).containsExactly(handedOver);
@@ -138,6 +139,83 @@ class DbDirectoryTest {
         assertThat(next).exists();
     }
 
+    /**
+     * Attempt 0 of a run restored nothing, handed files over to checkpoints 1, 2 and 3 and died
+     * with its task manager; the run restored checkpoint 1 at the failover (2 and 3 were aborted).
+     * Attempt 1 of the same run collects the files only 2 and 3 handed over and keeps the one 1
+     * references; an attempt of another run (a new job, a restart of the whole graph) keeps
+     * every handed-over file.
+     */
+    @Test
+    void filesOnlyCheckpointsAbortedAtTheFailoverHandedOverAreCollectedInTheSameRun()
+            throws Exception {
+        Path operator = dir.resolve("shared/op_killed");
+        Path dead = operator.resolve("subtask_0_attempt_0");
+        String deadUri = dead.toUri().toString();
+        DbDirectory.prepare(deadUri, NO_OPTIONS, 1, new AttemptRun("run-a", 0, Set.of()));
+        List<String> first;
+        List<String> later = new ArrayList<>();
+        try (NativeDb db = NativeDb.open(deadUri, NO_OPTIONS)) {
+            int cf = db.createColumnFamily("s");
+            put(db, cf, 1);
+            first = handOverAll(db, 1);
+            put(db, cf, 2);
+            later.addAll(handOverAll(db, 2));
+            db.compact();
+            later.addAll(handOverAll(db, 3));
+        } // killed: closed without a dispose, its manifest stays
+        later.removeAll(first);
+        assertThat(first).hasSize(1);
+        assertThat(later).isNotEmpty();
+        Set<String> restoredFiles = Set.of(dead.resolve(first.get(0)).toUri().toString());
+
+        Path otherRun = dir.resolve("other");
+        copyDirectory(dead, otherRun.resolve("op_killed/subtask_0_attempt_0"));
+        DbDirectory.prepare(
+                otherRun.resolve("op_killed/subtask_0_attempt_1").toUri().toString(),
+                NO_OPTIONS,
+                1,
+                new AttemptRun("run-b", 1, restoredFiles));
+        try (Stream<Path> files = Files.list(otherRun.resolve("op_killed/subtask_0_attempt_0"))) {
+            assertThat(files.map(f -> f.getFileName().toString()))
+                    .as("another run keeps every handed-over file")
+                    .containsExactlyInAnyOrderElementsOf(
+                            Stream.concat(first.stream(), later.stream()).toList());
+        }
+
+        DbDirectory.prepare(
+                operator.resolve("subtask_0_attempt_1").toUri().toString(),
+                NO_OPTIONS,
+                1,
+                new AttemptRun("run-a", 1, restoredFiles));
+        try (Stream<Path> files = Files.list(dead)) {
+            assertThat(files.map(f -> f.getFileName().toString()))
+                    .as("only the restored checkpoint's file stays")
+                    .containsExactlyElementsOf(first);
+        }
+    }
+
+    private static List<String> handOverAll(NativeDb db, long checkpointId) {
+        NativeCheckpoint checkpoint = db.prepareCheckpoint();
+        try {
+            checkpoint.manifest();
+            String[] names = checkpoint.fileNames();
+            db.handedOverFiles().handOver(checkpoint, checkpointId, names);
+            return List.of(names);
+        } finally {
+            checkpoint.release();
+        }
+    }
+
+    private static void copyDirectory(Path from, Path to) throws java.io.IOException {
+        Files.createDirectories(to);
+        try (Stream<Path> files = Files.list(from)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Files.copy(file, to.resolve(file.getFileName()));
+            }
+        }
+    }
+
     /** The same on a store the engine serves (s3, memory): listed and deleted natively. */
     @Test
     void theNextAttemptCollectsADeadAttemptOnAnObjectStore() throws Exception {
@@ -153,7 +231,7 @@ class DbDirectoryTest {
                 .containsExactly("subtask_0_attempt_0");
         assertThat(ForStNative.listChildren(dead, NO_OPTIONS)).contains("LOCK");
 
-        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS, 2);
+        DbDirectory.prepare(operator + "/subtask_0_attempt_1", NO_OPTIONS, 2, AttemptRun.UNKNOWN);
         assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
     }
 
@@ -171,12 +249,12 @@ class DbDirectoryTest {
                 db.compact();
             }
         }
-        DbDirectory.prepare(operator + "/subtask_1_attempt_1", NO_OPTIONS, 2);
+        DbDirectory.prepare(operator + "/subtask_1_attempt_1", NO_OPTIONS, 2, AttemptRun.UNKNOWN);
         assertThat(ForStNative.listChildren(operator, NO_OPTIONS))
                 .as("only subtask 0 collects gone subtasks")
                 .containsExactlyInAnyOrder("subtask_2_attempt_0", "subtask_3_attempt_4");
 
-        DbDirectory.prepare(operator + "/subtask_0_attempt_0", NO_OPTIONS, 2);
+        DbDirectory.prepare(operator + "/subtask_0_attempt_0", NO_OPTIONS, 2, AttemptRun.UNKNOWN);
         assertThat(ForStNative.listChildren(operator, NO_OPTIONS)).isEmpty();
     }
 
@@ -237,7 +315,7 @@ class DbDirectoryTest {
                             .toUri()
                             .toString();
             together.arriveAndAwaitAdvance();
-            DbDirectory.prepare(uri, NO_OPTIONS, 8);
+            DbDirectory.prepare(uri, NO_OPTIONS, 8, AttemptRun.UNKNOWN);
             assertThat(DbDirectory.localDirectory(uri)).isDirectory();
             DbDirectory.remove(uri, NO_OPTIONS);
         }
