@@ -28,7 +28,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import org.forstrs.flink.FailAfterCheckpoint.InjectedFailure;
 
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -58,7 +59,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * 15 failures injected by the job itself and then 5 SIGKILLs of the TaskManager JVM, each replaced
  * by a fresh one. Every kill comes after the job restored and completed a new checkpoint, so every
  * recovery restores keyed state written by a process that died without closing anything. The
- * final counts (written to files by the sink, since the tasks run in other JVMs) must be exact.
+ * final counts (written to files by the sink, since the tasks run in other JVMs) must be exact;
+ * with {@code primary-dir: checkpoint-dir}, the checkpoint's shared directory must also be empty
+ * once the job finished.
  */
 class TaskManagerKillITCase {
 
@@ -75,11 +78,22 @@ class TaskManagerKillITCase {
 
     private static final String LOG_CONFIG = "log4j2-children.properties";
 
-    @Test
-    void countsAreExactAfterTaskManagerKills(@TempDir Path dir) throws Exception {
+    /**
+     * @param primaryOnCheckpointDir the DBs work under the checkpoint's shared directory and
+     *     checkpoints take their files in place: then, once the job FINISHED, nothing may be left
+     *     there, although killed task managers left DBs whose files checkpoints that were aborted
+     *     at the failovers had handed over (the next attempts collected them)
+     */
+    @ParameterizedTest(name = "primary-dir: checkpoint-dir = {0}")
+    @ValueSource(booleans = {false, true})
+    void countsAreExactAfterTaskManagerKills(boolean primaryOnCheckpointDir, @TempDir Path dir)
+            throws Exception {
         int restPort = freePort();
         Path confDir = Files.createDirectories(dir.resolve("conf"));
         Configuration config = clusterConfig(dir, restPort);
+        if (primaryOnCheckpointDir) {
+            config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        }
         writeFlinkConfig(confDir, config);
         Path results = Files.createDirectories(dir.resolve("results"));
 
@@ -134,6 +148,11 @@ class TaskManagerKillITCase {
                         .hasSize(INJECTED_FAILURES);
                 // each kill was one more failure (a task manager lost)
                 assertThat(failures).hasSizeGreaterThanOrEqualTo(INJECTED_FAILURES + KILLS);
+                if (primaryOnCheckpointDir) {
+                    Path jobDir = dir.resolve("checkpoints").resolve(id.toString());
+                    // The JobManager discards the last checkpoints asynchronously after FINISHED.
+                    Await.until(() -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
+                }
             }
             CheckpointRecoveryITCase.assertExactFinalCounts(readResults(results), RECORDS, KEYS);
         } finally {

@@ -109,7 +109,7 @@ class HdfsProxyITCase {
                 names = ForStNative.checkpointFileNames(checkpoint);
                 assertThat(names).isNotEmpty();
                 Map<String, Long> before = CountingFileSystem.bytesWrittenByFile();
-                ForStNative.checkpointHandOver(checkpoint, names);
+                ForStNative.checkpointHandOver(checkpoint, names, 1);
                 Map<String, Long> written = new HashMap<>(CountingFileSystem.bytesWrittenByFile());
                 before.forEach((file, bytes) -> written.merge(file, -bytes, Long::sum));
                 written.values().removeIf(bytes -> bytes == 0);

@@ -108,7 +108,10 @@ public final class ForStRestoreOperation<K> {
      * checkpoint is known when every handle is a native checkpoint's, or there is none.
      */
     private static AttemptRun attemptRun(KeyedStateBackendParameters<?> parameters) {
-        String runId = parameters.getEnv().getExecutionId().getExecutionGraphId().toString();
+        // ExecutionAttemptID has no getter for its execution graph's id; its string form starts
+        // with it ("<graph>_<vertex>_<attempt>"). Were that to change, no two attempts would
+        // share a run and dead attempts would only keep more.
+        String runId = parameters.getEnv().getExecutionId().toString().split("_", 2)[0];
         long restoredFrom = 0;
         Set<String> referenced = new HashSet<>();
         for (KeyedStateHandle handle : parameters.getStateHandles()) {
