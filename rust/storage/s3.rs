@@ -130,22 +130,20 @@ impl S3Options {
         Ok(())
     }
 
-    /// `s3.sse.kms-key-id` / `s3.sse.customer-key`, in either order with `s3.sse`.
+    /// `s3.sse.kms-key-id` (`kms`) / `s3.sse.customer-key`, in either order with `s3.sse`.
     fn set_encryption_key(&mut self, key: &str, value: &str) -> Result<()> {
+        let kms = key == "s3.sse.kms-key-id";
         let id = Some(value.to_string());
-        self.encryption = Some(match (key, self.encryption.take()) {
-            ("s3.sse.kms-key-id", Some(Encryption::DualKms(_))) => Encryption::DualKms(id),
-            ("s3.sse.kms-key-id", None | Some(Encryption::Kms(_))) => Encryption::Kms(id),
-            ("s3.sse.customer-key", None | Some(Encryption::Customer(_))) => {
-                Encryption::Customer(value.to_string())
-            }
+        self.encryption = Some(match (kms, self.encryption.take()) {
+            (true, Some(Encryption::DualKms(_))) => Encryption::DualKms(id),
+            (true, None | Some(Encryption::Kms(_))) => Encryption::Kms(id),
+            (false, None | Some(Encryption::Customer(_))) => Encryption::Customer(value.into()),
             (_, Some(other)) => {
-                return Err(Error::invalid(format!(
-                    "option {key} does not go with s3.sse {:?}",
-                    other.header_value()
-                )));
+                let message =
+                    format!("option {key} does not go with s3.sse {:?}", other.header_value());
+                self.encryption = Some(other);
+                return Err(Error::invalid(message));
             }
-            (_, None) => unreachable!("both keys are matched above"),
         });
         Ok(())
     }
