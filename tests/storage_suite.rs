@@ -587,6 +587,36 @@ fn s3_large_files_use_multipart_upload() {
     });
 }
 
+/// The part size and the parts in flight that Flink's keys set shape the uploads; the client
+/// settings (timeouts, retries, session token) leave a working store working.
+#[test]
+fn s3_configured_part_size_shapes_multipart_uploads() {
+    let url = support::fresh_s3_url("part-size");
+    let mut options = support::s3_options();
+    for (key, value) in [
+        ("s3.multipart.part-size", "5242880"),
+        ("s3.multipart.parts-in-flight", "1"),
+        ("s3.connect-timeout-ms", "5000"),
+        ("s3.read-timeout-ms", "30000"),
+        ("s3.request-timeout-ms", "60000"),
+        ("s3.max-retries", "2"),
+    ] {
+        options.set(key, value).unwrap();
+    }
+    let storage = open_storage(&url, &options).unwrap();
+    let (_, bucket) = support::s3();
+    let prefix = url.trim_start_matches(&format!("s3://{bucket}/")).to_string();
+    let raw = support::s3_options().s3.build(&bucket).unwrap();
+    block_on(async {
+        use object_store::{ObjectStoreExt, path::Path};
+        let data = pattern(3 * (5 << 20) + 7, 8);
+        write_file(storage.as_ref(), "big", &data, 1 << 20).await;
+        let big = raw.head(&Path::from(format!("{prefix}/big"))).await.unwrap();
+        assert!(big.e_tag.as_deref().unwrap().trim_matches('"').ends_with("-4"), "{big:?}");
+        assert_eq!(storage.read("big").await.unwrap(), Bytes::from(data));
+    });
+}
+
 #[test]
 fn s3_unreachable_endpoint_is_a_transient_error_naming_the_url_and_cause() {
     let options = StorageOptions {
@@ -597,6 +627,7 @@ fn s3_unreachable_endpoint_is_a_transient_error_naming_the_url_and_cause() {
             access_key_id: Some("x".into()),
             secret_access_key: Some("y".into()),
             path_style: None,
+            ..S3Options::default()
         },
         ..StorageOptions::default()
     };

@@ -22,7 +22,7 @@ mod runtime;
 mod s3;
 mod transfer;
 
-pub use self::object_store::{MULTIPART_PART_SIZE, ObjectStoreStorage};
+pub use self::object_store::{MAX_PARTS_IN_FLIGHT, MULTIPART_PART_SIZE, ObjectStoreStorage};
 pub use disk_cache::{DiskCache, DiskCacheOptions, DiskCacheStats, DiskCachedStorage};
 #[cfg(any(test, feature = "test-storages"))]
 pub(crate) use fault::XorShift;
@@ -39,7 +39,7 @@ pub use open::{
 };
 pub use retrying::{RetryPolicy, RetryingStorage};
 pub use runtime::{block_on, io_runtime};
-pub use s3::{S3Options, bucket_endpoint};
+pub use s3::{Encryption, S3Options, bucket_endpoint};
 pub use transfer::{Location, Transfer, copy_between};
 
 use std::ops::Range;

@@ -21,7 +21,7 @@ pub const MULTIPART_PART_SIZE: usize = 8 * 1024 * 1024;
 
 /// Part uploads in flight per file: a large file holds at most this many parts and the one
 /// filling (24 MiB), all charged to the memory budget while it uploads.
-const MAX_PARTS_IN_FLIGHT: usize = 2;
+pub const MAX_PARTS_IN_FLIGHT: usize = 2;
 
 #[derive(Debug, Clone)]
 pub struct ObjectStoreStorage {
@@ -29,6 +29,14 @@ pub struct ObjectStoreStorage {
     root: Path,
     url: String,
     physical: Physical,
+    multipart: Multipart,
+}
+
+/// How files past one part go up (see [`ObjectStoreStorage::with_multipart`]).
+#[derive(Debug, Clone, Copy)]
+struct Multipart {
+    part_size: usize,
+    parts_in_flight: usize,
 }
 
 /// What `locate` can say about this store's files.
@@ -49,7 +57,18 @@ impl ObjectStoreStorage {
         let root = Path::parse(root)
             .map_err(|e| Error::invalid(format!("bad root prefix {root:?} for {url}: {e}")))?;
         let url = url.trim_end_matches('/').to_string();
-        Ok(Self { store, root, url, physical: Physical::Unknown })
+        let multipart =
+            Multipart { part_size: MULTIPART_PART_SIZE, parts_in_flight: MAX_PARTS_IN_FLIGHT };
+        Ok(Self { store, root, url, physical: Physical::Unknown, multipart })
+    }
+
+    /// Files from `part_size` bytes on go up as multipart uploads in parts of that size, at most
+    /// `parts_in_flight` parts of a file uploading at once (both at least 1; S3 wants parts of
+    /// at least 5 MiB).
+    pub fn with_multipart(mut self, part_size: usize, parts_in_flight: usize) -> Self {
+        self.multipart =
+            Multipart { part_size: part_size.max(1), parts_in_flight: parts_in_flight.max(1) };
+        self
     }
 
     /// Declares that every storage built with the same `store_id` reaches the same objects, so
@@ -161,6 +180,7 @@ impl Storage for ObjectStoreStorage {
             url: self.full_url(path),
             state: WriterState::Buffering(Vec::new()),
             len: 0,
+            multipart: self.multipart,
         }))
     }
 
@@ -316,6 +336,7 @@ struct ObjectStoreWriter {
     url: String,
     state: WriterState,
     len: u64,
+    multipart: Multipart,
 }
 
 impl ObjectStoreWriter {
@@ -331,7 +352,7 @@ impl FileWriter for ObjectStoreWriter {
         match &mut self.state {
             WriterState::Buffering(chunks) => {
                 chunks.push(data);
-                if self.len < MULTIPART_PART_SIZE as u64 {
+                if self.len < self.multipart.part_size as u64 {
                     return Ok(());
                 }
                 let chunks = std::mem::take(chunks);
@@ -340,7 +361,7 @@ impl FileWriter for ObjectStoreWriter {
                     .put_multipart(&self.location)
                     .await
                     .map_err(|e| self.err("start upload", e))?;
-                let mut multipart = PartUploads::new(upload, MULTIPART_PART_SIZE);
+                let mut multipart = PartUploads::new(upload, self.multipart.part_size);
                 for chunk in chunks {
                     multipart.put(chunk);
                 }
@@ -350,7 +371,7 @@ impl FileWriter for ObjectStoreWriter {
             WriterState::Done => return Err(Error::io(&self.url, "write after finish or abort")),
         }
         if let WriterState::Multipart(multipart) = &mut self.state {
-            let waited = multipart.wait_for_room(MAX_PARTS_IN_FLIGHT).await;
+            let waited = multipart.wait_for_room(self.multipart.parts_in_flight).await;
             if let Err(e) = waited {
                 // A failed part poisons the upload; abort it so the store frees the parts.
                 if let WriterState::Multipart(m) =

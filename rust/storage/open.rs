@@ -256,10 +256,14 @@ fn open_native(url: &str, options: &StorageOptions) -> Result<StorageRef> {
             if bucket.is_empty() {
                 return Err(bad("s3 urls need a bucket (s3://bucket/prefix)"));
             }
-            let store = Arc::new(options.s3.build(bucket)?);
+            let s3 = &options.s3;
+            let store = Arc::new(s3.build(bucket)?);
             let storage =
                 ObjectStoreStorage::new(store, prefix, url).map_err(|e| bad(&e.to_string()))?;
-            Ok(Arc::new(storage.with_store_id(options.s3.store_id(bucket))))
+            Ok(Arc::new(storage.with_store_id(s3.store_id(bucket)).with_multipart(
+                s3.part_size.unwrap_or(super::MULTIPART_PART_SIZE),
+                s3.parts_in_flight.unwrap_or(super::MAX_PARTS_IN_FLIGHT),
+            )))
         }
         _ => Err(bad(&format!("unknown scheme {scheme:?}"))),
     }

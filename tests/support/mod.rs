@@ -40,6 +40,7 @@ pub fn s3_options() -> StorageOptions {
             access_key_id: Some(env("FORST_S3_ACCESS_KEY_ID", "testing")),
             secret_access_key: Some(env("FORST_S3_SECRET_ACCESS_KEY", "testing")),
             path_style: None,
+            ..S3Options::default()
         },
         ..StorageOptions::default()
     }

@@ -8,7 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * INFO lines about the configuration that a JVM prints once, however many times backends are
+ * INFO (and WARN) lines about the configuration that a JVM prints once, however many times backends are
  * configured (every job, on the client, the JobManager and each TaskManager).
  */
 final class LogOnce {
@@ -24,6 +24,14 @@ final class LogOnce {
         String message = MessageFormatter.arrayFormat(format, args).getMessage();
         if (LOGGED.add(message)) {
             LOG.info(message);
+        }
+    }
+
+    /** As {@link #info}, at WARN: a setting that is not applied and may matter. */
+    static void warn(String format, Object... args) {
+        String message = MessageFormatter.arrayFormat(format, args).getMessage();
+        if (LOGGED.add(message)) {
+            LOG.warn(message);
         }
     }
 }

@@ -1,0 +1,96 @@
+package org.forstrs.flink;
+
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.plugin.DefaultPluginManager;
+import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
+import org.apache.flink.core.plugin.PluginManager;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+import org.forstrs.flink.snapshot.CheckpointStatsLog;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The working directory and the checkpoints on an S3-compatible server (moto on 127.0.0.1, plain
+ * http), configured with nothing but the keys of Flink 2.3's native S3 file system (FLIP-555:
+ * {@code s3.endpoint}, {@code s3.path-style-access}, {@code s3.access-key}, ...), which serves
+ * Flink's side of s3:// as a plugin: the async and the synchronous keyed backend keep their
+ * databases in the bucket, checkpoints take their files where they are, and after injected
+ * failures and restores the results are exact.
+ */
+class S3NativeKeysITCase {
+
+    @RegisterExtension static final S3TestServer S3 = new S3TestServer();
+
+    /** What the AWS environment could otherwise supply: endpoint, credentials, http, style. */
+    private static final List<String> AWS_SETTINGS =
+            List.of(
+                    "AWS_ENDPOINT",
+                    "AWS_ENDPOINT_URL",
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_SECRET_ACCESS_KEY",
+                    "AWS_SESSION_TOKEN",
+                    "AWS_ALLOW_HTTP",
+                    "AWS_VIRTUAL_HOSTED_STYLE_REQUEST");
+
+    @Test
+    void jobWithWorkingDirAndCheckpointsOnS3ConfiguredByFlip555KeysIsExact() throws Exception {
+        assertThat(System.getenv().keySet())
+                .as("the S3 settings must come from Flink's keys alone: unset these")
+                .doesNotContainAnyElementsOf(AWS_SETTINGS);
+        String run = "s3-native-keys-" + UUID.randomUUID();
+        String root = "s3://" + S3.bucket() + "/" + run;
+        Configuration config = CountingJob.config(root + "/working", root + "/checkpoints");
+        config.setString("state.backend.forst.sync.enforce-local", "false");
+        // FLIP-555's keys, and only those.
+        config.setString("s3.endpoint", S3.endpoint());
+        config.setString("s3.region", "us-east-1");
+        config.setString("s3.access-key", "flink-access-key");
+        config.setString("s3.secret-key", "flink-secret-key");
+        config.setString("s3.path-style-access", "true");
+        config.setString("s3.upload.min.part.size", "5242880");
+        config.setString("s3.retry.max-num-retries", "3");
+        config.setString("s3.connection.timeout", "10 s");
+        // moto takes neither aws-chunked uploads nor the SDK's checksum headers.
+        config.setString("s3.chunked-encoding.enabled", "false");
+        config.setString("s3.checksum-validation.enabled", "false");
+        CheckpointStatsLog.clear();
+        FileSystem.initialize(config, flinkPlugins(config));
+        try {
+            StreamExecutionEnvironment env =
+                    StreamExecutionEnvironment.createLocalEnvironment(config);
+            MixedAsyncSyncITCase.build(env, run);
+
+            env.execute("async and sync keyed state, working dir and checkpoints on S3");
+        } finally {
+            FileSystem.initialize(new Configuration(), null);
+        }
+
+        MixedAsyncSyncITCase.assertExactAfterFailures(run);
+        assertThat(CheckpointStatsLog.recent())
+                .as("checkpoints took the SSTs where they are, in the bucket")
+                .anyMatch(s -> s.filesHandedOver() > 0);
+    }
+
+    /** Flink's plugin directory with flink-s3-fs-native, as Maven lays it out for the ITs. */
+    private static PluginManager flinkPlugins(Configuration config) throws Exception {
+        String dir = System.getProperty("flink.plugins.dir");
+        assertThat(dir).as("system property flink.plugins.dir (set by failsafe)").isNotNull();
+        Path plugins = Paths.get(dir);
+        assertThat(Files.isDirectory(plugins.resolve("s3-fs-native"))).isTrue();
+        return new DefaultPluginManager(
+                new DirectoryBasedPluginFinder(plugins).findPlugins(),
+                CoreOptions.getPluginParentFirstLoaderPatterns(config));
+    }
+}
