@@ -55,6 +55,9 @@ pub struct DbOptions {
     pub retry_backoff: Duration,
     pub max_retry_backoff: Duration,
     pub table: TableOptions,
+    /// The span the database's background threads run in: the JNI layer makes one that names
+    /// the database in log lines (`jni::logging::label`). Not an engine option (no text form).
+    pub log_span: tracing::Span,
 }
 
 impl Default for DbOptions {
@@ -89,6 +92,7 @@ impl Default for DbOptions {
             retry_backoff: Duration::from_millis(100),
             max_retry_backoff: Duration::from_secs(10),
             table: TableOptions::default(),
+            log_span: tracing::Span::none(),
         }
     }
 }

@@ -20,7 +20,7 @@ import java.util.Locale;
  * class loaders (one per Flink job, for example) each load their own copy; the JVM refuses to
  * load one library file into two class loaders. Within one class loader the library is loaded
  * once (a static guard). The file is deleted right after loading: the loaded mapping stays valid
- * on Linux.
+ * on Linux. Once loaded, the library's log events go to slf4j ({@link NativeLog}).
  *
  * <p>The extraction directory is, first found: the system property {@value #TMP_DIR_PROPERTY},
  * the directory set by {@link #extractInto} (the backend factory passes Flink's {@code
@@ -64,6 +64,8 @@ public final class NativeLibraryLoader {
                 } finally {
                     Files.deleteIfExists(file);
                 }
+                // Before anything can open a database: its events go to slf4j from the start.
+                NativeLog.install();
                 loadedFrom = resource + " (" + file.toAbsolutePath() + ")";
             } catch (IOException e) {
                 final UnsatisfiedLinkError error =
