@@ -46,7 +46,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
 ) -> ::jni::sys::jbyteArray {
     guard(&mut env, |env| {
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        let _in_db = handle.log_span.enter();
+        let _in_db = handle.log_span.0.enter();
         let mut checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         checkpoint.wait_durable()?;
         let manifest = checkpoint.manifest()?;
@@ -86,7 +86,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileLocations<
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        let _in_db = handle.log_span.enter();
+        let _in_db = handle.log_span.0.enter();
         let locations = handle.checkpoint.lock().unwrap().file_locations()?;
         let array =
             env.new_object_array(locations.len() as jint, "java/lang/String", JObject::null())?;
@@ -141,7 +141,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
             ));
         }
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        let _in_db = handle.log_span.enter();
+        let _in_db = handle.log_span.0.enter();
         let dest = open_storage(&string(env, &dest_dir, "destDir")?, &handle.storage_options)?;
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
         let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
@@ -161,7 +161,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointHandOver<'l>(
     guard(&mut env, |env| {
         let names = strings(env, &names, "names")?;
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        let _in_db = handle.log_span.enter();
+        let _in_db = handle.log_span.0.enter();
         handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).hand_over(&names)?;
         Ok(())
     })
@@ -192,7 +192,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReadFile<'l>(
         let out_buf = DirectBuffer::of(env, &out, "output")?;
         let (_, length) = out_buf.range(out_offset, length, "output")?;
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
-        let _in_db = handle.log_span.enter();
+        let _in_db = handle.log_span.0.enter();
         let data = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).read_file(
             &name,
             position,
@@ -243,7 +243,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
         let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
-        let _in_db = options.log_span.clone().entered();
+        let _in_db = options.log_span.entered();
         let manifests = byte_arrays(env, &manifests)?;
         let names = string_arrays(env, &file_names, "fileNames")?;
         let uris = string_arrays(env, &file_uris, "fileUris")?;

@@ -13,6 +13,7 @@ use once_cell::sync::Lazy;
 
 use super::guard::{Failure, JniResult};
 use crate::executor::FamilyRegistry;
+use crate::lsm::options::LogSpan;
 use crate::lsm::{Checkpoint, ColumnFamily, Db};
 use crate::storage::StorageOptions;
 
@@ -104,7 +105,7 @@ impl std::ops::Deref for InDb {
 
 impl InDb {
     pub fn enter(handle: Arc<DbHandle>) -> Self {
-        let span = handle.db.inner.options.log_span.clone().entered();
+        let span = handle.db.inner.options.log_span.entered();
         InDb { handle, _span: span }
     }
 }
@@ -120,7 +121,7 @@ pub struct CheckpointHandle {
     /// The database's, for opening copy destinations.
     pub storage_options: StorageOptions,
     /// The database's log span, entered by the checkpoint's steps.
-    pub log_span: tracing::Span,
+    pub log_span: LogSpan,
 }
 
 /// Released checkpoints unpin their files once no call still uses them.

@@ -56,7 +56,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_open<'l>(
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
         let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
-        let _in_db = options.log_span.clone().entered();
+        let _in_db = options.log_span.entered();
         // On this Java thread, so that a Flink file-system proxy resolves its Java classes through
         // the jar's class loader.
         let storage = open_db_storage(&url, &storage_options)?;

@@ -13,7 +13,7 @@ use super::logging::label::{self, DbLabel};
 use super::natives::strings;
 use crate::Error;
 use crate::lsm::DbOptions;
-use crate::lsm::options::ENGINE_OPTIONS;
+use crate::lsm::options::{ENGINE_OPTIONS, LogSpan};
 use crate::storage::StorageOptions;
 
 /// Prefixes of the keys that configure storage rather than the engine (see
@@ -41,7 +41,7 @@ pub fn parse_open(pairs: &[String]) -> crate::Result<(DbOptions, StorageOptions)
         }
     }
     let mut options = parse(&engine)?;
-    options.log_span = log_label.span();
+    options.log_span = LogSpan(log_label.span());
     Ok((options, storage))
 }
 

@@ -32,7 +32,7 @@ impl DbInner {
             .name(name.into())
             .spawn(move || {
                 // Names the database in the thread's log lines.
-                let _in_db = inner.options.log_span.clone().entered();
+                let _in_db = inner.options.log_span.entered();
                 body(&inner)
             })
             .expect("cannot spawn a background thread")
