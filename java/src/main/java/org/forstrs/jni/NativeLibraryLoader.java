@@ -64,8 +64,7 @@ public final class NativeLibraryLoader {
                 } finally {
                     Files.deleteIfExists(file);
                 }
-                // Before anything can open a database: its events go to slf4j from the start.
-                NativeLog.install();
+                installLog();
                 loadedFrom = resource + " (" + file.toAbsolutePath() + ")";
             } catch (IOException e) {
                 final UnsatisfiedLinkError error =
@@ -73,6 +72,20 @@ public final class NativeLibraryLoader {
                                 "Cannot extract the ForSt-RS native library " + resource + ": " + e);
                 error.initCause(e);
                 throw error;
+            }
+        }
+    }
+
+    /**
+     * Sends the library's log events to slf4j, before anything can open a database. Without slf4j
+     * on the class path (the library used outside Flink) they are dropped.
+     */
+    private static void installLog() {
+        try {
+            NativeLog.install();
+        } catch (NoClassDefFoundError e) {
+            if (!e.getMessage().startsWith("org/slf4j/")) {
+                throw e;
             }
         }
     }
