@@ -312,6 +312,26 @@ mod tests {
     }
 
     #[test]
+    fn a_raised_level_reaches_callsites_already_seen() {
+        fn detail() {
+            tracing::debug!("detail");
+        }
+        let lines = Lines::default();
+        let level = Arc::new(MaxLevel::default());
+        level.set(2);
+        let limiter = RateLimiter::new(10, MINUTE, ManualClock::new());
+        let layer = ForwardingLayer::new(lines.clone(), level.clone(), limiter);
+        tracing::subscriber::with_default(Registry::default().with(layer), || {
+            detail();
+            // What `NativeLog.refreshLevel` does (through `set_max_level`).
+            level.set(4);
+            tracing::callsite::rebuild_interest_cache();
+            detail();
+        });
+        assert_eq!(lines.take().len(), 1);
+    }
+
+    #[test]
     fn repeats_are_limited_per_callsite_and_database() {
         // One callsite.
         fn cannot_delete(file: u32) {
