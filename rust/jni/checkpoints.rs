@@ -27,11 +27,12 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointPrepare<'l>(
     db: jlong,
 ) -> jlong {
     guard(&mut env, |_| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let checkpoint = handle.db.checkpoint()?;
         Ok(handles::CHECKPOINTS.insert(CheckpointHandle {
             checkpoint: Mutex::new(checkpoint),
             storage_options: handle.storage_options.clone(),
+            log_span: handle.db.inner.options.log_span.clone(),
         }))
     })
 }
@@ -45,6 +46,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
 ) -> ::jni::sys::jbyteArray {
     guard(&mut env, |env| {
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let _in_db = handle.log_span.0.enter();
         let mut checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         checkpoint.wait_durable()?;
         let manifest = checkpoint.manifest()?;
@@ -84,6 +86,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileLocations<
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let _in_db = handle.log_span.0.enter();
         let locations = handle.checkpoint.lock().unwrap().file_locations()?;
         let array =
             env.new_object_array(locations.len() as jint, "java/lang/String", JObject::null())?;
@@ -138,6 +141,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
             ));
         }
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let _in_db = handle.log_span.0.enter();
         let dest = open_storage(&string(env, &dest_dir, "destDir")?, &handle.storage_options)?;
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
         let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
@@ -161,6 +165,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointHandOver<'l>(
             return illegal_argument(format!("negative checkpointId {checkpoint_id}"));
         };
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let _in_db = handle.log_span.0.enter();
         let checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         checkpoint.hand_over(&names, checkpoint_id)?;
         Ok(())
@@ -192,6 +197,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReadFile<'l>(
         let out_buf = DirectBuffer::of(env, &out, "output")?;
         let (_, length) = out_buf.range(out_offset, length, "output")?;
         let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let _in_db = handle.log_span.0.enter();
         let data = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).read_file(
             &name,
             position,
@@ -242,6 +248,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
         let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let _in_db = options.log_span.entered();
         let manifests = byte_arrays(env, &manifests)?;
         let names = string_arrays(env, &file_names, "fileNames")?;
         let uris = string_arrays(env, &file_uris, "fileUris")?;

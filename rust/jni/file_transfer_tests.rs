@@ -114,6 +114,7 @@ fn checkpointed_db(dir: &std::path::Path, options: StorageOptions) -> (Db, i64, 
     let handle = CHECKPOINTS.insert(CheckpointHandle {
         checkpoint: Mutex::new(checkpoint),
         storage_options: StorageOptions::default(),
+        log_span: Default::default(),
     });
     (db, handle, name)
 }

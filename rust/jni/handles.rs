@@ -13,6 +13,7 @@ use once_cell::sync::Lazy;
 
 use super::guard::{Failure, JniResult};
 use crate::executor::FamilyRegistry;
+use crate::lsm::options::LogSpan;
 use crate::lsm::{Checkpoint, ColumnFamily, Db};
 use crate::storage::StorageOptions;
 
@@ -87,11 +88,40 @@ impl<T> Registry<T> {
 
 pub static DATABASES: Registry<DbHandle> = Registry::new("database");
 
+/// An open database, looked up by handle, with the calling thread inside the database's log span
+/// (its log lines name the database) until dropped.
+pub struct InDb {
+    handle: Arc<DbHandle>,
+    _span: tracing::span::EnteredSpan,
+}
+
+impl std::ops::Deref for InDb {
+    type Target = DbHandle;
+
+    fn deref(&self) -> &DbHandle {
+        &self.handle
+    }
+}
+
+impl InDb {
+    pub fn enter(handle: Arc<DbHandle>) -> Self {
+        let span = handle.db.inner.options.log_span.entered();
+        InDb { handle, _span: span }
+    }
+}
+
+/// The database behind `handle`, entered ([`InDb`]).
+pub fn database(handle: i64) -> JniResult<InDb> {
+    Ok(InDb::enter(DATABASES.get(handle)?))
+}
+
 /// A checkpoint Java is taking; the mutex serializes its asynchronous steps.
 pub struct CheckpointHandle {
     pub checkpoint: Mutex<Checkpoint>,
     /// The database's, for opening copy destinations.
     pub storage_options: StorageOptions,
+    /// The database's log span, entered by the checkpoint's steps.
+    pub log_span: LogSpan,
 }
 
 /// Released checkpoints unpin their files once no call still uses them.

@@ -7,7 +7,8 @@
 //! dangling pointer. Keys, values and batches travel in direct `ByteBuffer`s ([`buffers`]).
 //!
 //! `JNI_OnLoad` hands the `JavaVM` to [`crate::jvm`], where native threads that must call into
-//! Java attach as daemons and never block JVM exit.
+//! Java attach as daemons and never block JVM exit. [`logging`] forwards the engine's `tracing`
+//! events to slf4j once Java installs it (`NativeLog`, right after loading the library).
 
 pub mod buffers;
 pub mod build_info;
@@ -17,6 +18,7 @@ mod file_transfer_tests;
 pub mod files;
 pub mod guard;
 pub mod handles;
+pub mod logging;
 pub mod natives;
 pub mod options;
 pub mod stats;

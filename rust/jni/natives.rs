@@ -8,7 +8,7 @@ use ::jni::sys::{jboolean, jint, jlong};
 
 use super::buffers::DirectBuffer;
 use super::guard::{JniResult, guard, illegal_argument};
-use super::handles::{self, DbHandle};
+use super::handles::{self, DbHandle, InDb};
 use super::options;
 use crate::executor::execute_batch;
 use crate::lsm::Db;
@@ -56,6 +56,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_open<'l>(
     guard(&mut env, |env| {
         let url = string(env, &url, "url")?;
         let (options, storage_options) = options::parse_open(&strings(env, &options, "options")?)?;
+        let _in_db = options.log_span.entered();
         // On this Java thread, so that a Flink file-system proxy resolves its Java classes through
         // the jar's class loader.
         let storage = open_db_storage(&url, &storage_options)?;
@@ -72,7 +73,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_close<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        let handle = handles::DATABASES.remove(db)?;
+        let handle = InDb::enter(handles::DATABASES.remove(db)?);
         handle.db.close()?;
         Ok(())
     })
@@ -88,7 +89,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_createColumnFamily<'l>(
     name: JString<'l>,
 ) -> jint {
     guard(&mut env, |env| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let name = string(env, &name, "column family name")?;
         // Ids are u32 on the wire; Java carries the same 32 bits in an int.
         Ok(handle.create_family(&name)? as jint)
@@ -114,7 +115,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_get<'l>(
     out_length: jint,
 ) -> jint {
     guard(&mut env, |env| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let family = handle.family(cf as u32)?;
         let key_buf = DirectBuffer::of(env, &key, "key")?;
         let out_buf = DirectBuffer::of(env, &out, "output")?;
@@ -159,7 +160,7 @@ fn write_kv<'l>(
     value_length: jint,
     apply: impl FnOnce(&Db, &crate::lsm::ColumnFamily, &[u8], &[u8]) -> crate::Result<()>,
 ) -> JniResult<()> {
-    let handle = handles::DATABASES.get(db)?;
+    let handle = handles::database(db)?;
     let family = handle.family(cf as u32)?;
     let key_buf = DirectBuffer::of(env, key, "key")?;
     let value_buf = DirectBuffer::of(env, value, "value")?;
@@ -251,7 +252,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_delete<'l>(
     key_length: jint,
 ) {
     guard(&mut env, |env| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let family = handle.family(cf as u32)?;
         let key_buf = DirectBuffer::of(env, &key, "key")?;
         // SAFETY: `key` lives until this method returns; the slice does not escape this closure.
@@ -269,7 +270,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_flush<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        handles::DATABASES.get(db)?.db.flush()?;
+        handles::database(db)?.db.flush()?;
         Ok(())
     })
 }
@@ -288,7 +289,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_executeBatch<'l>(
     response: JByteBuffer<'l>,
 ) -> jlong {
     guard(&mut env, |env| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let request_buf = DirectBuffer::of(env, &request, "request")?;
         let response_buf = DirectBuffer::of(env, &response, "response")?;
         let (_, request_len) = request_buf.range(0, request_length, "request")?;
@@ -321,7 +322,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_holdsFile<'l>(
 ) -> jboolean {
     guard(&mut env, |env| {
         let name = string(env, &name, "name")?;
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         Ok(jboolean::from(handle.db.holds_file(&name)))
     })
 }
@@ -337,7 +338,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_takeBackFiles<'l>(
 ) {
     guard(&mut env, |env| {
         let names = strings(env, &names, "names")?;
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         handle.db.take_back(&names)?;
         Ok(())
     })
@@ -351,7 +352,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_compact<'l>(
     db: jlong,
 ) {
     guard(&mut env, |_| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         handle.db.compact_all()?;
         Ok(())
     })

@@ -9,10 +9,11 @@ use ::jni::sys::{jint, jlong, jobjectArray};
 
 use super::guard::{JniResult, guard};
 use super::handles;
+use super::logging::label::{self, DbLabel};
 use super::natives::strings;
 use crate::Error;
 use crate::lsm::DbOptions;
-use crate::lsm::options::ENGINE_OPTIONS;
+use crate::lsm::options::{ENGINE_OPTIONS, LogSpan};
 use crate::storage::StorageOptions;
 
 /// Prefixes of the keys that configure storage rather than the engine (see
@@ -23,19 +24,25 @@ const STORAGE_KEY_PREFIXES: &[&str] = &["fs.", "s3.", "local.", "cache."];
 pub const TABLE_COLUMNS: usize = 6;
 
 /// Splits the options of `ForStNative.open` into storage options (keys under
-/// [`STORAGE_KEY_PREFIXES`]) and engine options ([`parse`]).
+/// [`STORAGE_KEY_PREFIXES`]), the database's label in log lines (keys under
+/// [`label::KEY_PREFIX`], which the backend sets from the task: the engine options' `log_span`)
+/// and engine options ([`parse`]).
 pub fn parse_open(pairs: &[String]) -> crate::Result<(DbOptions, StorageOptions)> {
     let mut engine = Vec::with_capacity(pairs.len());
     let mut storage = StorageOptions::default();
+    let mut log_label = DbLabel::default();
     for pair in pairs.chunks(2) {
         match pair {
             [key, value] if STORAGE_KEY_PREFIXES.iter().any(|p| key.starts_with(p)) => {
                 storage.set(key, value)?
             }
+            [key, value] if key.starts_with(label::KEY_PREFIX) => log_label.set(key, value)?,
             _ => engine.extend_from_slice(pair),
         }
     }
-    Ok((parse(&engine)?, storage))
+    let mut options = parse(&engine)?;
+    options.log_span = LogSpan(log_label.span());
+    Ok((options, storage))
 }
 
 pub fn parse(pairs: &[String]) -> crate::Result<DbOptions> {
@@ -172,6 +179,22 @@ mod tests {
         assert!(e.contains("fs.force-proxy"), "{e}");
         assert!(parse_open(&strings(&["fs.nope", "1"])).is_err());
         assert!(parse_open(&strings(&["fs.force-proxy"])).is_err());
+    }
+
+    #[test]
+    fn log_label_keys_are_split_off() {
+        let (db, _) = parse_open(&strings(&[
+            "log.job",
+            "8e0f",
+            "log.subtask",
+            "1",
+            "memtable-bytes",
+            "20480",
+        ]))
+        .unwrap();
+        assert_eq!(db.memtable_bytes, 20480);
+        let e = parse_open(&strings(&["log.jobid", "8e0f"])).unwrap_err().to_string();
+        assert!(e.contains("'log.jobid'"), "{e}");
     }
 
     #[test]

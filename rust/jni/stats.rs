@@ -47,7 +47,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_closeWithStats<'l>(
 ) {
     guard(&mut env, |env| {
         check_length(env, &final_stats)?;
-        let handle = handles::DATABASES.remove(db)?;
+        let handle = handles::InDb::enter(handles::DATABASES.remove(db)?);
         handle.db.close()?;
         write(env, &final_stats, &handle.db.stats())
     })

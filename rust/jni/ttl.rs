@@ -46,7 +46,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_setTtlCompactionFilter<'
     list_element_filter: JObject<'l>,
 ) {
     guard(&mut env, |env| {
-        let handle = handles::DATABASES.get(db)?;
+        let handle = handles::database(db)?;
         let family = handle.family(cf as u32)?;
         let filter = if layout == NO_FILTER {
             None

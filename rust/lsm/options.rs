@@ -55,7 +55,33 @@ pub struct DbOptions {
     pub retry_backoff: Duration,
     pub max_retry_backoff: Duration,
     pub table: TableOptions,
+    /// The span the database's background threads run in: the JNI layer makes one that names
+    /// the database in log lines (`jni::logging::label`). Not an engine option (no text form).
+    pub log_span: LogSpan,
 }
+
+/// A `tracing` span that names a database in log lines (none by default).
+#[derive(Debug, Clone)]
+pub struct LogSpan(pub tracing::Span);
+
+impl LogSpan {
+    /// The calling thread runs in the span until the guard drops.
+    pub fn entered(&self) -> tracing::span::EnteredSpan {
+        self.0.clone().entered()
+    }
+}
+
+impl Default for LogSpan {
+    fn default() -> Self {
+        LogSpan(tracing::Span::none())
+    }
+}
+
+// A span is a handle to the subscriber's record of it (whose own locks recover from poison):
+// entering it again after a panic elsewhere sees nothing half-changed, so options holding one
+// stay usable across `catch_unwind`, as they were before they held it.
+impl std::panic::UnwindSafe for LogSpan {}
+impl std::panic::RefUnwindSafe for LogSpan {}
 
 impl Default for DbOptions {
     fn default() -> Self {
@@ -89,6 +115,7 @@ impl Default for DbOptions {
             retry_backoff: Duration::from_millis(100),
             max_retry_backoff: Duration::from_secs(10),
             table: TableOptions::default(),
+            log_span: LogSpan::default(),
         }
     }
 }

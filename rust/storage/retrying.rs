@@ -42,7 +42,9 @@ impl RetryingStorage {
         Self { inner, policy }
     }
 
-    async fn retry<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
+    /// Runs `call` (a request of kind `op`, for the log) until it succeeds, fails for good or
+    /// outlasts the retries. Each retry is a WARN line (the engine names the database around it).
+    async fn retry<T, F, Fut>(&self, op: &str, mut call: F) -> Result<T>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -52,7 +54,9 @@ impl RetryingStorage {
         loop {
             match call(attempt).await {
                 Err(e) if e.is_transient() && attempt < self.policy.retries => {
-                    tracing::debug!("retrying {what} in {backoff:?} after: {e}");
+                    // The error names the file.
+                    let (retry, retries) = (attempt + 1, self.policy.retries);
+                    tracing::warn!("retrying {op} ({retry}/{retries}) in {backoff:?} after: {e}");
                     tokio::time::sleep(backoff).await;
                     backoff = backoff.saturating_mul(2);
                     attempt += 1;
@@ -76,30 +80,30 @@ impl Storage for RetryingStorage {
     async fn put(&self, path: &str, data: Bytes, mode: WriteMode) -> Result<()> {
         match mode {
             WriteMode::Overwrite => {
-                self.retry(path, |_| self.inner.put(path, data.clone(), mode)).await
+                self.retry("PUT", |_| self.inner.put(path, data.clone(), mode)).await
             }
             WriteMode::CreateNew => self.inner.put(path, data, mode).await,
         }
     }
 
     async fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
-        self.retry(path, |_| self.inner.read_range(path, range.clone())).await
+        self.retry("GET", |_| self.inner.read_range(path, range.clone())).await
     }
 
     async fn read(&self, path: &str) -> Result<Bytes> {
-        self.retry(path, |_| self.inner.read(path)).await
+        self.retry("GET", |_| self.inner.read(path)).await
     }
 
     async fn size(&self, path: &str) -> Result<u64> {
-        self.retry(path, |_| self.inner.size(path)).await
+        self.retry("HEAD", |_| self.inner.size(path)).await
     }
 
     async fn list(&self, dir: &str) -> Result<Vec<FileInfo>> {
-        self.retry(dir, |_| self.inner.list(dir)).await
+        self.retry("LIST", |_| self.inner.list(dir)).await
     }
 
     async fn delete(&self, path: &str) -> Result<()> {
-        self.retry(path, |attempt| async move {
+        self.retry("DELETE", |attempt| async move {
             match self.inner.delete(path).await {
                 // The failed attempt before may have deleted it after all.
                 Err(e) if attempt > 0 && e.kind() == ErrorKind::NotFound => Ok(()),
@@ -114,7 +118,7 @@ impl Storage for RetryingStorage {
     }
 
     async fn copy(&self, from: &str, to: &str) -> Result<()> {
-        self.retry(from, |_| self.inner.copy(from, to)).await
+        self.retry("COPY", |_| self.inner.copy(from, to)).await
     }
 
     fn locate(&self, path: &str) -> Option<Location> {

@@ -30,7 +30,11 @@ impl DbInner {
         let inner = self.clone();
         std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || body(&inner))
+            .spawn(move || {
+                // Names the database in the thread's log lines.
+                let _in_db = inner.options.log_span.entered();
+                body(&inner)
+            })
             .expect("cannot spawn a background thread")
     }
 

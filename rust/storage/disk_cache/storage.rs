@@ -98,16 +98,22 @@ impl DiskCachedStorage {
     /// Downloads `path` into the cache in the background (the read that asked goes on).
     fn spawn_fill(&self, path: &str, key: String) {
         let (inner, cache, path) = (self.inner.clone(), self.cache.clone(), path.to_string());
-        let fill = io_runtime().spawn(async move {
+        // The span of the read that asked (it names the database in log lines) goes along.
+        let span = tracing::Span::current();
+        let fill = async move {
             let mut loaded = false;
             if let Ok(data) = inner.read(&path).await {
                 let cache2 = cache.clone();
                 let key2 = key.clone();
-                let inserted = tokio::task::spawn_blocking(move || insert(&cache2, &key2, &data));
+                let span = tracing::Span::current();
+                let inserted = tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| insert(&cache2, &key2, &data))
+                });
                 loaded = inserted.await.unwrap_or(false);
             }
             cache.fill_done(&key, loaded);
-        });
+        };
+        let fill = io_runtime().spawn(tracing::Instrument::instrument(fill, span));
         let mut fills = self.fills.lock().unwrap_or_else(|e| e.into_inner());
         fills.retain(|f| !f.is_finished());
         fills.push(fill);

@@ -203,7 +203,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 ForStSyncKeyedStateBackend.open(
                         parameters,
                         dbUri,
-                        nativeOptions(memory, cacheBaseDir(env), dbUri),
+                        nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
                         latencyTrackingConfigBuilder
                                 .setMetricGroup(parameters.getMetricGroup())
                                 .build(),
@@ -241,7 +241,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         parameters,
                         env.getExecutionConfig(),
                         dbUri,
-                        nativeOptions(memory, cacheBaseDir(env), dbUri),
+                        nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
                         config.isInlineCoordinator() ? 0 : config.getBatchThreads());
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
@@ -416,6 +416,14 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
      * keys (the disk cache's under {@code cacheBaseDir} unless cache.dir is set).
      */
     String[] nativeOptions(long[] memory, File cacheBaseDir, String dbUri) {
+        return nativeOptions(memory, cacheBaseDir, dbUri, List.of());
+    }
+
+    /**
+     * {@link #nativeOptions(long[], File, String)} followed by {@code logLabel}: the keys that name
+     * the DB in the engine's log lines ({@link #logLabel}).
+     */
+    String[] nativeOptions(long[] memory, File cacheBaseDir, String dbUri, List<String> logLabel) {
         Map<String, String> engine = new LinkedHashMap<>(config.getEngineOptions());
         if (isRemote(dbUri)) {
             engine.putIfAbsent(TARGET_FILE_BYTES, Long.toString(REMOTE_TARGET_FILE_BYTES));
@@ -440,7 +448,27 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
         }
         options.addAll(config.getS3().nativeOptions());
         options.addAll(config.getDiskCache().nativeOptions(cacheBaseDir));
+        options.addAll(logLabel);
         return options.toArray(new String[0]);
+    }
+
+    /**
+     * The {@code log.*} keys of {@code ForStNative.open} (internal, not engine options): the
+     * engine prefixes the lines it logs for this DB with {@code [job=<job id>, op=<operator
+     * identifier>, subtask=<i>, attempt=<n>]}, the parts of the DB's directory ({@link
+     * org.forstrs.jni.NativeLog}).
+     */
+    static List<String> logLabel(KeyedStateBackendParameters<?> parameters) {
+        Environment env = parameters.getEnv();
+        return List.of(
+                "log.job",
+                parameters.getJobID().toString(),
+                "log.operator",
+                parameters.getOperatorIdentifier(),
+                "log.subtask",
+                Integer.toString(env.getTaskInfo().getIndexOfThisSubtask()),
+                "log.attempt",
+                Integer.toString(env.getTaskInfo().getAttemptNumber()));
     }
 
     /** {@link #nativeOptions(long[], File, String)} for a DB on the local file system. */

@@ -20,7 +20,7 @@ import java.util.Locale;
  * class loaders (one per Flink job, for example) each load their own copy; the JVM refuses to
  * load one library file into two class loaders. Within one class loader the library is loaded
  * once (a static guard). The file is deleted right after loading: the loaded mapping stays valid
- * on Linux.
+ * on Linux. Once loaded, the library's log events go to slf4j ({@link NativeLog}).
  *
  * <p>The extraction directory is, first found: the system property {@value #TMP_DIR_PROPERTY},
  * the directory set by {@link #extractInto} (the backend factory passes Flink's {@code
@@ -64,6 +64,7 @@ public final class NativeLibraryLoader {
                 } finally {
                     Files.deleteIfExists(file);
                 }
+                installLog();
                 loadedFrom = resource + " (" + file.toAbsolutePath() + ")";
             } catch (IOException e) {
                 final UnsatisfiedLinkError error =
@@ -71,6 +72,20 @@ public final class NativeLibraryLoader {
                                 "Cannot extract the ForSt-RS native library " + resource + ": " + e);
                 error.initCause(e);
                 throw error;
+            }
+        }
+    }
+
+    /**
+     * Sends the library's log events to slf4j, before anything can open a database. Without slf4j
+     * on the class path (the library used outside Flink) they are dropped.
+     */
+    private static void installLog() {
+        try {
+            NativeLog.install();
+        } catch (NoClassDefFoundError e) {
+            if (!e.getMessage().startsWith("org/slf4j/")) {
+                throw e;
             }
         }
     }

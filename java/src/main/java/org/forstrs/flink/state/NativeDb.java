@@ -1,6 +1,7 @@
 package org.forstrs.flink.state;
 
 import org.forstrs.jni.ForStNative;
+import org.forstrs.jni.NativeLog;
 
 import java.io.Closeable;
 import java.nio.ByteBuffer;
@@ -31,11 +32,13 @@ public final class NativeDb implements Closeable {
     }
 
     public static NativeDb open(String uri, String[] options) {
+        NativeLog.refreshLevel();
         return new NativeDb(uri, options, ForStNative.open(uri, options));
     }
 
     /** Builds a database at {@code uri} from checkpoints; see {@link ForStNative#openRestored}. */
     public static NativeDb openRestored(String uri, String[] options, RestoreSources sources) {
+        NativeLog.refreshLevel();
         return new NativeDb(
                 uri,
                 options,

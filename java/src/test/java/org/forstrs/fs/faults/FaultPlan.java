@@ -2,6 +2,7 @@ package org.forstrs.fs.faults;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.net.SocketTimeoutException;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -20,6 +21,8 @@ public final class FaultPlan {
     private final Set<Long> failedReads;
     private final Set<Long> failedCreates;
     private final boolean shortReads;
+    /** Whether failed reads throw a timeout (a transient error the engine retries). */
+    private final boolean transientReadFailures;
 
     private final AtomicLong opens = new AtomicLong();
     private final AtomicLong reads = new AtomicLong();
@@ -39,11 +42,30 @@ public final class FaultPlan {
             Set<Long> failedReads,
             Set<Long> failedCreates,
             boolean shortReads) {
+        this(failedOpens, vanishedOpens, failedReads, failedCreates, shortReads, false);
+    }
+
+    private FaultPlan(
+            Set<Long> failedOpens,
+            Set<Long> vanishedOpens,
+            Set<Long> failedReads,
+            Set<Long> failedCreates,
+            boolean shortReads,
+            boolean transientReadFailures) {
         this.failedOpens = failedOpens;
         this.vanishedOpens = vanishedOpens;
         this.failedReads = failedReads;
         this.failedCreates = failedCreates;
         this.shortReads = shortReads;
+        this.transientReadFailures = transientReadFailures;
+    }
+
+    /**
+     * A plan whose only faults are the read calls numbered {@code failedReads}, each throwing a
+     * {@link SocketTimeoutException}: an error the engine classes as transient and retries.
+     */
+    public static FaultPlan timedOutReads(Set<Long> failedReads) {
+        return new FaultPlan(Set.of(), Set.of(), failedReads, Set.of(), false, true);
     }
 
     /** Makes {@code plan} the one every faulty:// file system follows from now on. */
@@ -96,7 +118,10 @@ public final class FaultPlan {
         long n = reads.incrementAndGet();
         if (failedReads.contains(n)) {
             fired.incrementAndGet();
-            throw new IOException("injected fault: read #" + n + " of " + path);
+            String message = "injected fault: read #" + n + " of " + path;
+            throw transientReadFailures
+                    ? new SocketTimeoutException(message)
+                    : new IOException(message);
         }
     }
 
