@@ -74,6 +74,9 @@ pub enum Error {
     /// one, or a transient one that outlasted its retries); every later call fails with this,
     /// whose source is that error.
     Failed(Arc<Error>),
+    /// Engine work panicked (a bug): "<what> panicked: <the panic's text>". Work that runs for
+    /// the database (flush, compaction, deletions, cache fills) fails the database with it.
+    Panicked(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -129,6 +132,18 @@ impl Error {
         Error::InvalidArgument(message.to_string())
     }
 
+    /// The panic of `what` whose payload is `payload` (as `catch_unwind` returns it).
+    pub fn from_panic(what: impl fmt::Display, payload: &(dyn std::any::Any + Send)) -> Self {
+        let text = if let Some(s) = payload.downcast_ref::<&str>() {
+            s
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.as_str()
+        } else {
+            "(no message)"
+        };
+        Error::Panicked(format!("{what} panicked: {text}"))
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Io { kind, .. } => *kind,
@@ -136,6 +151,7 @@ impl Error {
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::Closed(_) | Error::Failed(_) => ErrorKind::Closed,
+            Error::Panicked(_) => ErrorKind::Other,
         }
     }
 
@@ -169,6 +185,7 @@ impl fmt::Display for Error {
             Error::Failed(cause) => {
                 write!(f, "the database failed and refuses every call; cause: {cause}")
             }
+            Error::Panicked(what) => f.write_str(what),
         }
     }
 }

@@ -18,6 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::lsm::db::Db;
 use crate::lsm::db_state::DbInner;
 use crate::lsm::key::SeqNo;
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData};
 use crate::lsm::version::{TableFile, Version};
@@ -46,7 +47,7 @@ impl Db {
     pub fn checkpoint(&self) -> Result<Checkpoint> {
         let inner = &self.inner;
         inner.check_open()?;
-        let _writer = inner.write_lock.lock().unwrap();
+        let _writer = inner.write_lock.lock().recover();
         // `wait_durable` wakes the flush thread, off the task thread.
         inner.freeze_memtable_quietly();
         let sv = inner.current();
@@ -86,7 +87,7 @@ impl Checkpoint {
         };
         let db = &self.db;
         db.notify_background();
-        let mut background = db.background.lock().unwrap();
+        let mut background = db.background.lock().recover();
         loop {
             if let Some(version) = pending.flushed_into() {
                 self.version = version.clone();
@@ -94,7 +95,7 @@ impl Checkpoint {
                 return Ok(());
             }
             db.check_running(&background, "database closed during a checkpoint")?;
-            background = db.background_changed.wait(background).unwrap();
+            background = db.background_changed.wait(background).recover();
         }
     }
 

@@ -11,6 +11,7 @@ use crate::lsm::batch::WriteBatch;
 use crate::lsm::column_family::{ColumnFamily, family_range, prefixed_key};
 use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::db_state::DbInner;
+use crate::lsm::locks::Recover;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::read::ScanRange;
 use crate::lsm::stats::DbStats;
@@ -62,10 +63,11 @@ impl Db {
         session: u64,
     ) -> Result<Db> {
         let inner = DbInner::open(storage, options, resolve, session)?;
-        let mut workers = vec![inner.spawn_worker("forst-flush", flush::run_flush_worker)];
+        let mut workers = vec![inner.spawn_worker("forst-flush", "flush", flush::run_flush_worker)];
         for i in 0..inner.options.max_background_compactions {
             let name = format!("forst-compact-{i}");
-            workers.push(inner.spawn_worker(&name, compaction::run_compaction_worker));
+            let body = compaction::run_compaction_worker;
+            workers.push(inner.spawn_worker(&name, "compaction", body));
         }
         inner.request_compaction();
         Ok(Db { inner, workers: Mutex::new(workers) })
@@ -185,7 +187,7 @@ impl Db {
     /// wait: a checkpoint's synchronous phase calls this.
     pub fn freeze_memtable(&self) -> Result<()> {
         self.inner.check_open()?;
-        let _writer = self.inner.write_lock.lock().unwrap();
+        let _writer = self.inner.write_lock.lock().recover();
         self.inner.freeze_memtable();
         Ok(())
     }
@@ -198,7 +200,8 @@ impl Db {
         self.inner.wait_for_flushes()
     }
 
-    /// Compacts every file into the last level, settling all deletes and merges.
+    /// Compacts every file into the last level, settling all deletes and merges. A panic in it
+    /// fails the database, as one in a background compaction does.
     pub fn compact_all(&self) -> Result<()> {
         self.inner.check_open()?;
         compaction::compact_all(&self.inner)
@@ -206,14 +209,17 @@ impl Db {
 
     /// Runs background-style compactions until no level needs one. Background compactions may
     /// run meanwhile: when all that is left is theirs, this waits for them and looks again.
+    /// Fails once the database fails (also by a panic in a compaction, here or in the
+    /// background).
     pub fn compact_until_settled(&self) -> Result<()> {
-        self.inner.check_open()?;
+        let inner = &self.inner;
+        inner.check_open()?;
         loop {
-            while compaction::run_one_compaction(&self.inner)? {}
-            if !self.inner.compactions.wait_idle() {
-                return Ok(());
+            while compaction::run_one_compaction(inner)? {}
+            if !inner.compactions.wait_idle() {
+                return inner.check_open();
             }
-            self.inner.check_open()?;
+            inner.check_open()?;
         }
     }
 
@@ -263,7 +269,7 @@ impl Db {
             active_memtable_entries: sv.mem.entries(),
             frozen_memtable_entries: frozen_entries,
             frozen_memtables: sv.frozen.len(),
-            stalled_writers: inner.background.lock().unwrap().stalled_writers,
+            stalled_writers: inner.background.lock().recover().stalled_writers,
             files_per_level: sv.version.levels.iter().map(|l| l.len()).collect(),
             bytes_per_level: (0..NUM_LEVELS).map(|l| sv.version.level_bytes(l)).collect(),
             sst_entries: sv.version.files().map(|f| f.props().entries).sum(),
@@ -301,7 +307,7 @@ impl Db {
             return Ok(());
         }
         self.inner.stop_background();
-        for worker in self.workers.lock().unwrap().drain(..) {
+        for worker in self.workers.lock().recover().drain(..) {
             let _ = worker.join();
         }
         self.inner.obsolete_files.wait_idle();

@@ -1,12 +1,14 @@
 //! The flush worker: writes the oldest frozen memtable as L0 files and installs them. A failed
 //! flush keeps the memtable and leaves the last manifest current; a transient failure is retried,
-//! any other fails the database (`lsm::retry`).
+//! any other fails the database (`lsm::retry`), as a panic does (`DbInner::spawn_worker`).
 
 use std::sync::Arc;
 
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db_state::DbInner;
+use crate::lsm::failpoints;
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::native_heap;
 use crate::lsm::retry::Backoff;
@@ -17,7 +19,7 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
     let mut backoff = Backoff::default();
     loop {
         let oldest = {
-            let mut background = db.background.lock().unwrap();
+            let mut background = db.background.lock().recover();
             loop {
                 if db.stopped(&background) {
                     return;
@@ -25,7 +27,7 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
                 if let Some(oldest) = next_to_flush(db) {
                     break oldest;
                 }
-                background = db.background_changed.wait(background).unwrap();
+                background = db.background_changed.wait(background).recover();
             }
         };
         let flushed = flush_memtable(db, &oldest);
@@ -36,7 +38,7 @@ pub(crate) fn run_flush_worker(db: &DbInner) {
             Ok(()) => {
                 native_heap::release_free_memory();
                 backoff.succeeded();
-                db.background.lock().unwrap().flushes_done += 1;
+                db.background.lock().recover().flushes_done += 1;
                 db.background_changed.notify_all();
             }
             Err(e) => match backoff.after(&e, &db.options) {
@@ -67,6 +69,7 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
+    failpoints::FLUSH.hit();
     let bytes_written = files.iter().map(|f| f.size).sum();
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.

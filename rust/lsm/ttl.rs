@@ -28,6 +28,7 @@ use bytes::Bytes;
 
 use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::key::ValueKind;
+use crate::lsm::locks::Recover;
 use crate::lsm::merge::LIST_DELIMITER;
 use crate::{Error, Result};
 
@@ -169,7 +170,7 @@ pub(crate) struct TtlFilters {
 
 impl TtlFilters {
     pub fn set(&self, family: ColumnFamilyId, filter: Option<TtlFilter>) {
-        let mut by_family = self.by_family.write().unwrap();
+        let mut by_family = self.by_family.write().recover();
         match filter {
             Some(filter) => by_family.insert(family, Arc::new(filter)),
             None => by_family.remove(&family),
@@ -188,7 +189,7 @@ impl TtlFilters {
 
     /// The filters for one compaction, as they are now.
     pub fn pass(&self) -> TtlPass<'_> {
-        let by_family = self.by_family.read().unwrap();
+        let by_family = self.by_family.read().recover();
         let families = by_family
             .iter()
             .map(|(&id, filter)| {

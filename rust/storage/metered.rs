@@ -178,6 +178,10 @@ impl Storage for MeteredStorage {
         self.inner.forget_cached(path);
     }
 
+    fn on_background_panic(&self, hook: super::PanicHook) {
+        self.inner.on_background_panic(hook);
+    }
+
     async fn copy_in(&self, src: &dyn Storage, from: &str, to: &str) -> Result<Transfer> {
         let started = Instant::now();
         let result = self.inner.copy_in(src, from, to).await;

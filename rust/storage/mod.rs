@@ -50,6 +50,9 @@ use bytes::Bytes;
 
 use crate::Result;
 
+/// Told when background work of a storage panicked (see [`Storage::on_background_panic`]).
+pub type PanicHook = Arc<dyn Fn(crate::Error) + Send + Sync>;
+
 /// Size and name of one file returned by [`Storage::list`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileInfo {
@@ -136,6 +139,11 @@ pub trait Storage: AsDynStorage + Send + Sync + std::fmt::Debug {
     /// The caller will not read `path` again, though the file stays (another owner deletes it):
     /// local copies of it may go. Wrappers forward.
     fn forget_cached(&self, _path: &str) {}
+
+    /// Whom to tell (the database over this storage, which then fails) when work this storage
+    /// runs in the background panics: the disk cache's downloads. Replaces an earlier hook.
+    /// Wrappers forward.
+    fn on_background_panic(&self, _hook: PanicHook) {}
 
     /// Copies `from` of another storage to `to` here (which must not exist), inside the
     /// underlying file system when both sit on the same one ([`copy_between`]); wrappers and

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::lsm::compaction::picker::{CompactionJob, key_range};
+use crate::lsm::locks::Recover;
 use crate::lsm::version::TableFile;
 
 /// What the running compactions hold.
@@ -102,7 +103,7 @@ pub struct Compactions {
 
 impl Compactions {
     pub fn lock(&self) -> MutexGuard<'_, InFlight> {
-        self.state.lock().unwrap()
+        self.state.lock().recover()
     }
 
     /// Marks `job`'s files busy and its output range in flight until the claim drops.
@@ -131,7 +132,7 @@ impl Compactions {
         let mut in_flight = self.lock();
         let was_running = in_flight.running > 0;
         while in_flight.running > 0 {
-            in_flight = self.ended.wait(in_flight).unwrap();
+            in_flight = self.ended.wait(in_flight).recover();
         }
         was_running
     }

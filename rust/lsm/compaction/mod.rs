@@ -1,6 +1,7 @@
 //! Compaction: the background workers (`max_background_compactions` of them), and running one
 //! job (merge inputs, write outputs, install). Jobs run side by side when their inputs and output
-//! ranges are apart (`in_flight`).
+//! ranges are apart (`in_flight`). A panic in a compaction fails the database, whichever thread
+//! runs it (`DbInner::run_supervised`).
 
 pub mod in_flight;
 pub mod level_targets;
@@ -13,9 +14,11 @@ use std::sync::Arc;
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db_state::DbInner;
+use crate::lsm::failpoints;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
+use crate::lsm::locks::Recover;
 use crate::lsm::native_heap;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::retry::Backoff;
@@ -26,9 +29,9 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
     let mut backoff = Backoff::default();
     loop {
         {
-            let mut background = db.background.lock().unwrap();
+            let mut background = db.background.lock().recover();
             while !background.compaction_requested && !db.stopped(&background) {
-                background = db.background_changed.wait(background).unwrap();
+                background = db.background_changed.wait(background).recover();
             }
             if db.stopped(&background) {
                 return;
@@ -36,7 +39,7 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
             background.compaction_requested = false;
         }
         loop {
-            if db.stopped(&db.background.lock().unwrap()) {
+            if db.stopped(&db.background.lock().recover()) {
                 return;
             }
             match run_one_compaction(db) {
@@ -59,8 +62,8 @@ pub(crate) fn run_compaction_worker(db: &DbInner) {
 /// Picks and runs one compaction; false if none is needed or every one needed would touch what
 /// compactions running on other threads hold.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
-    let beside_others = db.compaction_lock.read().unwrap();
-    let (version, work) = {
+    let beside_others = db.compaction_lock.read().recover();
+    let (version, work, claim) = {
         let mut in_flight = db.compactions.lock();
         // The version is read under the claims' lock: claims are let go only after their
         // results are installed, so every file it lists that no claim holds is free.
@@ -70,41 +73,46 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
             .into_iter()
             .filter(|f| !in_flight.is_busy(f))
             .collect();
-        let work = if !deleted.is_empty() {
+        let (work, claim) = if !deleted.is_empty() {
             let claim = db.compactions.claim_files(&mut in_flight, &deleted);
-            Work::Drop(deleted, claim)
+            (Work::Drop(deleted), claim)
         } else {
             match picker::pick(&version, &db.options, &in_flight) {
                 Some(job) => {
                     let claim = db.compactions.claim_job(&mut in_flight, &job);
-                    Work::Job(job, claim)
+                    (Work::Job(job), claim)
                 }
                 None => return Ok(false),
             }
         };
-        (version, work)
+        (version, work, claim)
     };
     // Another job may be free beside this one: let a sleeping worker look.
     db.request_compaction();
-    match work {
-        Work::Drop(deleted, _claim) => drop_deleted_files(db, &deleted)?,
-        Work::Job(job, claim) => {
-            run_job(db, &version, &job)?;
-            // What the job read and wrote through is freed once its inputs go with the old
-            // version; the trim walks the whole heap, so it waits for no lock another worker or
-            // a full compaction could be waiting on.
-            drop((claim, beside_others, version));
-            native_heap::release_free_memory();
-        }
+    // A panic fails the database while the claims and the lock are still held: nobody waiting
+    // for them (`compact_until_settled`, a full compaction) can run in the meantime on what the
+    // panic left behind.
+    let done = db.run_supervised("compaction", || match &work {
+        Work::Drop(deleted) => drop_deleted_files(db, deleted),
+        Work::Job(job) => run_job(db, &version, job),
+    });
+    let ran_job = matches!(work, Work::Job(..));
+    // What a job read and wrote through is freed once its inputs go with the old version; the
+    // trim walks the whole heap, so it waits for no lock another worker or a full compaction
+    // could be waiting on.
+    drop((claim, work, beside_others, version));
+    done?;
+    if ran_job {
+        native_heap::release_free_memory();
     }
     Ok(true)
 }
 
-/// What a worker claimed: files to drop, or a job to run. The claim is let go when this drops,
-/// after the result is installed or the work failed.
-enum Work<'a> {
-    Drop(Vec<Arc<TableFile>>, in_flight::Claim<'a>),
-    Job(picker::CompactionJob, in_flight::Claim<'a>),
+/// What a worker claimed: files to drop, or a job to run. The claim on them is let go after the
+/// result is installed or the work failed.
+enum Work {
+    Drop(Vec<Arc<TableFile>>),
+    Job(picker::CompactionJob),
 }
 
 fn run_job(db: &DbInner, version: &Version, job: &picker::CompactionJob) -> Result<()> {
@@ -140,8 +148,13 @@ fn drop_deleted_files(db: &DbInner, deleted: &[Arc<TableFile>]) -> Result<()> {
 
 /// Rewrites every file into the last level.
 pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
-    // Alone: waits for the running compactions, and none starts meanwhile.
-    let _alone = db.compaction_lock.write().unwrap();
+    // Alone: waits for the running compactions, and none starts meanwhile. A panic fails the
+    // database while the lock is held (see `run_one_compaction`).
+    let _alone = db.compaction_lock.write().recover();
+    db.run_supervised("compaction", || compact_everything(db))
+}
+
+fn compact_everything(db: &DbInner) -> Result<()> {
     let version = db.current().version.clone();
     let inputs: Vec<_> = version.files().cloned().collect();
     if inputs.is_empty() {
@@ -211,6 +224,7 @@ fn merge_and_install(
     let mut ttl = db.ttl.pass();
     collapse_into(&mut merged, &version.tombstones, bottommost, Some(&mut ttl), &mut sink)?;
     let outputs = sink.finish()?;
+    failpoints::COMPACTION.hit();
     let installed = db.install_version(
         |v| {
             remove_files(v, inputs);

@@ -4,6 +4,7 @@
 
 use crate::lsm::batch::WriteBatch;
 use crate::lsm::column_family::{ColumnFamily, id_for_name};
+use crate::lsm::locks::Recover;
 use crate::{Error, Result};
 
 use super::DbInner;
@@ -15,9 +16,9 @@ impl DbInner {
         if let Some(cf) = self.family(name) {
             return Ok(cf);
         }
-        let mut meta = self.meta.lock().unwrap();
+        let mut meta = self.meta.lock().recover();
         let cf = {
-            let mut families = self.families.write().unwrap();
+            let mut families = self.families.write().recover();
             if let Some(cf) = families.get(name) {
                 return Ok(cf.clone());
             }
@@ -28,7 +29,7 @@ impl DbInner {
         };
         let version = self.current().version.clone();
         if let Err(e) = self.persist(&mut meta, &version) {
-            self.families.write().unwrap().remove(name);
+            self.families.write().recover().remove(name);
             return Err(e);
         }
         Ok(cf)
@@ -47,24 +48,24 @@ impl DbInner {
         let mut batch = WriteBatch::new();
         batch.delete_prefix(cf, &[]);
         self.apply(&batch, false)?;
-        let mut meta = self.meta.lock().unwrap();
-        self.families.write().unwrap().remove(cf.name());
+        let mut meta = self.meta.lock().recover();
+        self.families.write().recover().remove(cf.name());
         self.ttl.set(cf.id, None);
         let version = self.current().version.clone();
         self.persist(&mut meta, &version)
     }
 
     pub(crate) fn family(&self, name: &str) -> Option<ColumnFamily> {
-        self.families.read().unwrap().get(name).cloned()
+        self.families.read().recover().get(name).cloned()
     }
 
     pub(crate) fn family_names(&self) -> Vec<String> {
-        self.families.read().unwrap().keys().cloned().collect()
+        self.families.read().recover().keys().cloned().collect()
     }
 
     /// Column families by name, as the manifest stores them.
     pub(crate) fn column_families(&self) -> Vec<(String, u32)> {
-        let families = self.families.read().unwrap();
+        let families = self.families.read().recover();
         families.iter().map(|(name, cf)| (name.clone(), cf.id)).collect()
     }
 

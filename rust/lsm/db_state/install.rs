@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use crate::lsm::cache::BlockCache;
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::version::manifest::{
@@ -29,7 +30,7 @@ impl DbInner {
         edit: impl FnOnce(&mut Version),
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
-        let mut meta = self.meta.lock().unwrap();
+        let mut meta = self.meta.lock().recover();
         let current = self.current().version.clone();
         let mut version = (*current).clone();
         edit(&mut version);
@@ -46,7 +47,7 @@ impl DbInner {
             return Err(e);
         }
         hold_released(&mut meta, given_away.into_iter());
-        let mut sv = self.super_version.write().unwrap();
+        let mut sv = self.super_version.write().recover();
         let old = sv.version.clone();
         let frozen = sv
             .frozen
@@ -78,7 +79,7 @@ impl DbInner {
     /// among the released files, so that open does not collect them as orphans. On failure the
     /// files this call disowned are owned again.
     pub(crate) fn give_away(&self, files: &[Arc<TableFile>], checkpoint_id: u64) -> Result<()> {
-        let mut meta = self.meta.lock().unwrap();
+        let mut meta = self.meta.lock().recover();
         let disowned: Vec<&Arc<TableFile>> = files.iter().filter(|f| f.is_owned()).collect();
         if disowned.is_empty() {
             return Ok(());
@@ -112,7 +113,7 @@ impl DbInner {
     /// back already) are ignored: taking back twice is harmless. Recorded in a new manifest before
     /// anything is deleted, so a reopen never keeps or collects a file against this decision.
     pub(crate) fn take_back(&self, names: &[String]) -> Result<()> {
-        let mut meta = self.meta.lock().unwrap();
+        let mut meta = self.meta.lock().recover();
         let current = self.current().version.clone();
         let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
         let live: Vec<&Arc<TableFile>> = current

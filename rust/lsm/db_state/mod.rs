@@ -20,13 +20,14 @@ use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::ColumnFamily;
 use crate::lsm::compaction::in_flight::Compactions;
 use crate::lsm::key::SeqNo;
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::DbOptions;
 use crate::lsm::stats::EngineCounters;
 use crate::lsm::ttl::TtlFilters;
 use crate::lsm::version::manifest::{ManifestData, delete_manifests_before, read_latest_manifest};
 use crate::lsm::version::{FileMap, ObsoleteFiles, TableFile, Version, delete_orphans};
-use crate::storage::{IoCounters, MeteredStorage, StorageRef, block_on};
+use crate::storage::{IoCounters, MeteredStorage, PanicHook, StorageRef, block_on};
 use crate::{Error, Result};
 
 use background::BackgroundState;
@@ -200,9 +201,19 @@ impl DbInner {
             io,
             options,
         });
+        // Panics of work on the I/O runtime for this database (deletions, disk cache downloads)
+        // fail it, as its threads' panics do.
+        let failing = Arc::downgrade(&inner);
+        let fail: PanicHook = Arc::new(move |panicked| {
+            if let Some(inner) = failing.upgrade() {
+                inner.fail(panicked);
+            }
+        });
+        inner.storage.on_background_panic(fail.clone());
+        inner.obsolete_files.on_panic(move |panicked| fail(panicked));
         if manifest_number == 0 {
             // Claim the directory: a second opener racing on an empty directory fails here.
-            let mut meta = inner.meta.lock().unwrap();
+            let mut meta = inner.meta.lock().recover();
             let version = inner.current().version.clone();
             inner.persist(&mut meta, &version)?;
         }
@@ -235,7 +246,7 @@ impl DbInner {
     }
 
     pub(crate) fn current(&self) -> Arc<SuperVersion> {
-        self.super_version.read().unwrap().clone()
+        self.super_version.read().recover().clone()
     }
 
     pub(crate) fn visible_seq(&self) -> SeqNo {
@@ -251,7 +262,7 @@ impl DbInner {
     /// lets a memtable go. The memtables are read under the lock, so the last caller charges the
     /// newest state.
     pub(crate) fn charge_memtables(&self) {
-        let mut charged = self.memtables_charged.lock().unwrap();
+        let mut charged = self.memtables_charged.lock().recover();
         let bytes = self.current().memtable_bytes();
         if bytes != *charged {
             self.cache.charge_memtables(*charged, bytes);

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::lsm::batch::{BatchOp, WriteBatch};
 use crate::lsm::key::MAX_SEQ;
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::range_tombstone::RangeTombstone;
 use crate::lsm::sst::MAX_ENTRY_BYTES;
@@ -35,7 +36,7 @@ impl DbInner {
         // synchronous phase (or other writers' checks) for as long as a flush takes.
         let _writer = loop {
             self.wait_for_memtable_room()?;
-            let writer = self.write_lock.lock().unwrap();
+            let writer = self.write_lock.lock().recover();
             if self.has_memtable_room() {
                 break writer;
             }
@@ -91,7 +92,7 @@ impl DbInner {
     /// core for a scheduler slice (milliseconds), which a checkpoint's synchronous phase must not
     /// pay. Whoever calls this wakes the flush thread later.
     pub(crate) fn freeze_memtable_quietly(&self) {
-        let mut sv = self.super_version.write().unwrap();
+        let mut sv = self.super_version.write().recover();
         if sv.mem.is_empty() {
             return;
         }
@@ -115,7 +116,7 @@ impl DbInner {
     /// learn about it. The caller holds no lock, so room may be gone again when it takes the write
     /// lock.
     fn wait_for_memtable_room(&self) -> Result<()> {
-        let mut background = self.background.lock().unwrap();
+        let mut background = self.background.lock().recover();
         let mut stalled = false;
         let started = Instant::now();
         let outcome = loop {
@@ -130,7 +131,7 @@ impl DbInner {
                 background.stalled_writers += 1;
                 self.background_changed.notify_all();
             }
-            background = self.background_changed.wait(background).unwrap();
+            background = self.background_changed.wait(background).recover();
         };
         if stalled {
             self.counters.stalled(started.elapsed());

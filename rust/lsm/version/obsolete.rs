@@ -1,54 +1,96 @@
 //! Deletes files that no version lists any more, once their last user lets go: off the thread
 //! that dropped the last reference (deleting is I/O), counted so that the database can wait until
-//! every deletion issued so far has finished.
+//! every deletion issued so far has finished. A deletion that panics is counted out all the same
+//! and fails the database (`ObsoleteFiles::on_panic`).
 
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
-use crate::Result;
+use crate::lsm::locks::Recover;
+use crate::lsm::supervision::{supervised, supervised_task};
 use crate::storage::{Storage, StorageRef, io_runtime};
+use crate::{Error, Result};
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ObsoleteFiles {
     in_flight: Mutex<u64>,
     finished: Condvar,
+    /// Told when a deletion panics (the database fails with it); set once the database is up.
+    on_panic: OnceLock<Box<dyn Fn(Error) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ObsoleteFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObsoleteFiles")
+            .field("in_flight", &*self.in_flight.lock().recover())
+            .finish()
+    }
 }
 
 impl ObsoleteFiles {
-    pub fn delete(self: &std::sync::Arc<Self>, storage: StorageRef, path: String) {
-        *self.in_flight.lock().unwrap() += 1;
-        let this = self.clone();
+    /// Whom to tell when a deletion panics: the database, which fails. Set once.
+    pub fn on_panic(&self, hook: impl Fn(Error) + Send + Sync + 'static) {
+        let _ = self.on_panic.set(Box::new(hook));
+    }
+
+    pub fn delete(self: &Arc<Self>, storage: StorageRef, path: String) {
+        let issued = self.issue();
         io_runtime().spawn(async move {
-            if let Err(e) = storage.delete(&path).await {
-                tracing::warn!("cannot delete obsolete file {path}: {e}");
+            let deleted = supervised_task("deleting an obsolete file", storage.delete(&path)).await;
+            match deleted {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("cannot delete obsolete file {path}: {e}"),
+                Err(panicked) => issued.panicked(panicked),
             }
-            this.done();
         });
     }
 
     /// For an obsolete file the database does not own (a checkpoint's): the file stays, but the
     /// database never reads it again, so its local copies (disk cache) go. Counted like a
     /// deletion.
-    pub fn forget(self: &std::sync::Arc<Self>, storage: StorageRef, path: String) {
-        *self.in_flight.lock().unwrap() += 1;
-        let this = self.clone();
+    pub fn forget(self: &Arc<Self>, storage: StorageRef, path: String) {
+        let issued = self.issue();
         io_runtime().spawn_blocking(move || {
-            storage.forget_cached(&path);
-            this.done();
+            if let Err(panicked) =
+                supervised("forgetting a cached file", || storage.forget_cached(&path))
+            {
+                issued.panicked(panicked);
+            }
         });
     }
 
-    fn done(&self) {
-        *self.in_flight.lock().unwrap() -= 1;
-        self.finished.notify_all();
+    /// Counts a deletion in until the returned guard drops, which it does also when the task
+    /// panics or the runtime drops it unrun: `wait_idle` never waits for a deletion that is gone.
+    fn issue(self: &Arc<Self>) -> Issued {
+        *self.in_flight.lock().recover() += 1;
+        Issued(self.clone())
     }
 
     /// Blocks until every deletion issued before the call has finished (deleted or failed).
     pub fn wait_idle(&self) {
-        let mut in_flight = self.in_flight.lock().unwrap();
+        let mut in_flight = self.in_flight.lock().recover();
         while *in_flight > 0 {
-            in_flight = self.finished.wait(in_flight).unwrap();
+            in_flight = self.finished.wait(in_flight).recover();
         }
+    }
+}
+
+/// One deletion in flight; dropping it counts the deletion out.
+struct Issued(Arc<ObsoleteFiles>);
+
+impl Issued {
+    fn panicked(&self, error: Error) {
+        tracing::error!("{error}");
+        if let Some(hook) = self.0.on_panic.get() {
+            hook(error);
+        }
+    }
+}
+
+impl Drop for Issued {
+    fn drop(&mut self) {
+        *self.0.in_flight.lock().recover() -= 1;
+        self.0.finished.notify_all();
     }
 }
 

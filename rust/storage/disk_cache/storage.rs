@@ -2,18 +2,20 @@
 
 use std::fs::File;
 use std::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::FutureExt;
 use tokio::task::JoinHandle;
 
 use super::entry::{self, EntryWriter, ReadFailure};
 use super::{DiskCache, DiskCacheStats};
-use crate::Result;
 use crate::storage::{
-    FileInfo, FileWriter, Location, Storage, StorageRef, Transfer, WriteMode, io_runtime,
+    FileInfo, FileWriter, Location, PanicHook, Storage, StorageRef, Transfer, WriteMode, io_runtime,
 };
+use crate::{Error, Result};
 
 /// Files worth caching: SSTs are immutable and read at random; manifests and the rest are read
 /// once at open.
@@ -21,19 +23,31 @@ fn cacheable(path: &str) -> bool {
     path.ends_with(".sst")
 }
 
-#[derive(Debug)]
 pub struct DiskCachedStorage {
     inner: StorageRef,
     cache: Arc<DiskCache>,
     /// `inner.url()` plus '/': the prefix of every key of this storage in the shared cache.
     prefix: String,
     fills: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// Told when a download panics (see [`Storage::on_background_panic`]).
+    on_panic: Arc<Mutex<Option<PanicHook>>>,
+}
+
+impl std::fmt::Debug for DiskCachedStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let DiskCachedStorage { inner, cache, prefix, .. } = self;
+        f.debug_struct("DiskCachedStorage")
+            .field("inner", inner)
+            .field("cache", cache)
+            .field("prefix", prefix)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DiskCachedStorage {
     pub fn new(inner: StorageRef, cache: Arc<DiskCache>) -> Self {
         let prefix = format!("{}/", inner.url().trim_end_matches('/'));
-        Self { inner, cache, prefix, fills: Arc::default() }
+        Self { inner, cache, prefix, fills: Arc::default(), on_panic: Arc::default() }
     }
 
     pub fn cache(&self) -> &Arc<DiskCache> {
@@ -95,28 +109,65 @@ impl DiskCachedStorage {
         }
     }
 
-    /// Downloads `path` into the cache in the background (the read that asked goes on).
+    /// Downloads `path` into the cache in the background (the read that asked goes on). The
+    /// download ends (`fill_done`) also if it panics, which fails the database over this storage.
     fn spawn_fill(&self, path: &str, key: String) {
         let (inner, cache, path) = (self.inner.clone(), self.cache.clone(), path.to_string());
+        let on_panic = self.on_panic.clone();
+        let filling = Filling { cache: cache.clone(), key: key.clone(), loaded: false };
         // The span of the read that asked (it names the database in log lines) goes along.
         let span = tracing::Span::current();
         let fill = async move {
-            let mut loaded = false;
-            if let Ok(data) = inner.read(&path).await {
-                let cache2 = cache.clone();
-                let key2 = key.clone();
+            let download = async move {
+                let mut filling = filling;
+                let Ok(data) = inner.read(&path).await else {
+                    return Ok(());
+                };
                 let span = tracing::Span::current();
-                let inserted = tokio::task::spawn_blocking(move || {
-                    span.in_scope(|| insert(&cache2, &key2, &data))
-                });
-                loaded = inserted.await.unwrap_or(false);
+                let inserted =
+                    tokio::task::spawn_blocking(move || span.in_scope(|| filling.insert(&data)));
+                match inserted.await {
+                    Err(e) if e.is_panic() => Err(e.into_panic()),
+                    _ => Ok(()),
+                }
+            };
+            // Unwind safety: the download's state is `Filling`, which ends it whole on drop.
+            let outcome = AssertUnwindSafe(download).catch_unwind().await;
+            let payload = match outcome {
+                Ok(Ok(())) => return,
+                Ok(Err(payload)) | Err(payload) => payload,
+            };
+            let error = Error::from_panic("disk cache download", payload.as_ref());
+            tracing::error!("{error}");
+            let hook = on_panic.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(hook) = hook {
+                hook(error);
             }
-            cache.fill_done(&key, loaded);
         };
         let fill = io_runtime().spawn(tracing::Instrument::instrument(fill, span));
         let mut fills = self.fills.lock().unwrap_or_else(|e| e.into_inner());
         fills.retain(|f| !f.is_finished());
         fills.push(fill);
+    }
+}
+
+/// A download in progress; dropping it ends it (`fill_done`), whether it finished, failed or
+/// panicked, so the key can be downloaded again.
+struct Filling {
+    cache: Arc<DiskCache>,
+    key: String,
+    loaded: bool,
+}
+
+impl Filling {
+    fn insert(&mut self, data: &[u8]) {
+        self.loaded = insert(&self.cache, &self.key, data);
+    }
+}
+
+impl Drop for Filling {
+    fn drop(&mut self) {
+        self.cache.fill_done(&self.key, self.loaded);
     }
 }
 
@@ -226,6 +277,10 @@ impl Storage for DiskCachedStorage {
 
     fn forget_cached(&self, path: &str) {
         self.cache.remove(&self.key(path));
+    }
+
+    fn on_background_panic(&self, hook: PanicHook) {
+        *self.on_panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     fn locate(&self, path: &str) -> Option<Location> {

@@ -1,0 +1,86 @@
+//! Failpoints, for tests only: named places in background work that panic when armed, so that
+//! tests (Rust, and Java through `ForStNative.armFailpoint`) can check that a panicking flush or
+//! compaction fails the database instead of hanging it. They ship in the jar and do nothing
+//! unless armed: an unarmed point costs one relaxed atomic load.
+//!
+//! Arming is process-wide (every open database reaches the same points), so tests that arm one
+//! must not run beside tests that could reach it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::{Error, Result};
+
+/// One named point; it panics the next `times` times it is reached after `arm`.
+pub struct Failpoint {
+    name: &'static str,
+    remaining: AtomicU32,
+}
+
+impl Failpoint {
+    const fn new(name: &'static str) -> Self {
+        Failpoint { name, remaining: AtomicU32::new(0) }
+    }
+
+    /// Panics if armed (and counts one of its times down); otherwise one relaxed load.
+    #[inline]
+    pub(crate) fn hit(&self) {
+        if self.remaining.load(Ordering::Relaxed) != 0 {
+            self.fire();
+        }
+    }
+
+    #[cold]
+    fn fire(&self) {
+        let took =
+            self.remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if took.is_ok() {
+            panic!("{}", panic_message(self.name));
+        }
+    }
+}
+
+/// In a flush, after it wrote its files and before it installs them.
+pub(crate) static FLUSH: Failpoint = Failpoint::new("flush");
+/// In a compaction that merges files (background, or one a caller runs), after it wrote its
+/// outputs and before it installs them.
+pub(crate) static COMPACTION: Failpoint = Failpoint::new("compaction");
+
+static ALL: [&Failpoint; 2] = [&FLUSH, &COMPACTION];
+
+/// Makes the point `name` panic the next `times` times it is reached (0 disarms it).
+pub fn arm(name: &str, times: u32) -> Result<()> {
+    let point = ALL.iter().find(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<_> = ALL.iter().map(|p| p.name).collect();
+        Error::invalid(format!("no failpoint {name:?}; there are {names:?}"))
+    })?;
+    point.remaining.store(times, Ordering::Release);
+    Ok(())
+}
+
+/// The message of the panic the point `name` raises (tests look for it in errors).
+pub fn panic_message(name: &str) -> String {
+    format!("failpoint '{name}' fired")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_armed_point_panics_the_given_number_of_times_then_passes() {
+        static POINT: Failpoint = Failpoint::new("test-only");
+        POINT.hit();
+        POINT.remaining.store(2, Ordering::Release);
+        for _ in 0..2 {
+            let panicked = std::panic::catch_unwind(|| POINT.hit()).unwrap_err();
+            assert_eq!(panicked.downcast_ref::<String>().unwrap(), &panic_message("test-only"));
+        }
+        POINT.hit();
+    }
+
+    #[test]
+    fn unknown_names_are_refused_naming_the_known_ones() {
+        let e = arm("no-such-point", 1).unwrap_err();
+        assert!(e.to_string().contains("flush") && e.to_string().contains("compaction"), "{e}");
+    }
+}
