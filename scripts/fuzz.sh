@@ -44,16 +44,18 @@ started=$SECONDS
 (cd fuzz && cargo +nightly fuzz build "${fuzz_flags[@]}")
 echo "nightly fuzz build took $((SECONDS - started)) s" >&2
 
+# The binaries run directly: `cargo fuzz run` would check (and in a git worktree, where build.rs's
+# .git/HEAD is missing, rebuild) the crate before every target.
+bin_dir="$fuzz_target_dir/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 failed=()
 for target in "${targets[@]}"; do
     step "fuzz $target for ${seconds}s"
     mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"
     log="fuzz/artifacts/$target/last-run.log"
-    if (cd fuzz && cargo +nightly fuzz run "${fuzz_flags[@]}" "$target" \
-        "corpus/$target" "regressions/$target" -- \
-        -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \
-        -print_final_stats=1) >"$log" 2>&1; then
-        grep -E "^stat::number_of_executed_units|^Done" "$log" >&2 || true
+    if "$bin_dir/$target" "fuzz/corpus/$target" "fuzz/regressions/$target" \
+        -artifact_prefix="fuzz/artifacts/$target/" -max_total_time="$seconds" \
+        -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+        grep -E "^stat::number_of_executed_units" "$log" >&2 || true
     else
         tail -n 60 "$log" >&2
         failed+=("$target")
@@ -62,7 +64,7 @@ done
 
 if ((${#failed[@]} > 0)); then
     echo "fuzz targets failed: ${failed[*]} (inputs in fuzz/artifacts/<target>/; minimize with" \
-        "'cargo +nightly fuzz tmin <target> <input>' and keep them in fuzz/regressions/<target>/)" >&2
+        "'cd fuzz && cargo +nightly fuzz tmin <target> <input>', keep in fuzz/regressions/<target>/)" >&2
     exit 1
 fi
 echo "fuzzing passed: ${targets[*]} (${seconds}s each)" >&2
