@@ -9,6 +9,9 @@
 
 pub mod error;
 pub mod executor;
+/// Entry points of the fuzz targets (docs/FUZZING.md); not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod jni;
 pub mod jvm;
 pub mod lsm;

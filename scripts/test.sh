@@ -35,6 +35,10 @@ cargo test --release 2>&1 | tee "$cargo_log"
 fail_on_jni_warnings "$cargo_log"
 rm -f "$cargo_log"
 
+# Every decoder of outside bytes, briefly (docs/FUZZING.md; `scripts/fuzz.sh 600` hunts longer).
+step fuzz
+scripts/fuzz.sh 15
+
 # ---- Java (JNI bindings, Flink integration) ----
 # Builds libforst.so from this crate (same CARGO_TARGET_DIR), packages target/forstjni-<version>.jar
 # and runs the Java tests (surefire) and the tests of the packaged jar (failsafe, *ITCase).

@@ -26,6 +26,9 @@ mod builder;
 mod coding;
 mod footer;
 mod framing;
+/// Entry points of the fuzz targets (re-exported by `crate::fuzzing`).
+#[doc(hidden)]
+pub(crate) mod fuzzing;
 mod handle;
 mod index;
 mod iter;

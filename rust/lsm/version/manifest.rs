@@ -245,7 +245,12 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
     let mut tombstones = Vec::new();
     for _ in 0..r.u32()? {
         let (start, end) = (r.bytes()?, r.bytes()?);
-        tombstones.push(RangeTombstone { start, end, seq: r.u64()? });
+        let seq = r.u64()?;
+        // Reads take `last_seq` as their snapshot: a newer tombstone or file is corruption.
+        if seq > data.last_seq {
+            return Err(bad(12, "range tombstone newer than the manifest's last sequence number"));
+        }
+        tombstones.push(RangeTombstone { start, end, seq });
     }
     data.tombstones = Arc::new(FragmentedTombstones::new(tombstones));
     for _ in 0..r.u32()? {
@@ -261,6 +266,9 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
             entries: r.u64()?,
             size: r.u64()?,
         };
+        if props.max_seq > data.last_seq {
+            return Err(bad(12, "file newer than the manifest's last sequence number"));
+        }
         let tombstones_applied_through = r.u64()?;
         let bounds = match r.u8()? {
             NO_BOUNDS => None,
