@@ -175,6 +175,7 @@ fn manifests() -> Vec<Vec<u8>> {
             ),
         ],
         released: vec!["000002-ab.sst".into()],
+        hand_overs: vec![("000002-ab.sst".into(), 3)],
     };
     vec![written, manifest::encode(&restored).to_vec()]
 }
