@@ -8,7 +8,7 @@ multiset of lines, with what that prefix must give:
 
   agg/      the GROUP BY's changelog: +I/+U (user, count, sum, max) for every prefix of each
             user's records, -U for every one but the last
-  join/     (id, user, region, amount) per record
+  join/     (id, user, fee, amount) per record (joined with its payment)
   window/   (user, window start, count, sum) per 10 s event-time window and user
   buckets/  (user, bucket start, count, sum) per 30 s bucket and user (timers, sync state)
 
@@ -45,8 +45,8 @@ def amount_of(i):
     return 1 + mix(i + (1 << 40)) % 1000
 
 
-def region_of(user):
-    return f"r{user % 7}"
+def fee_of(i):
+    return (mix(i) >> 20) % 100
 
 
 def committed_lines(out, name):
@@ -75,7 +75,7 @@ def expected(records, users):
         u = user_of(i, users)
         a = amount_of(i)
         ts = T0 + i * STEP_MS
-        join[f"{i},{u},{region_of(u)},{a}"] += 1
+        join[f"{i},{u},{fee_of(i)},{a}"] += 1
         previous = per_user.get(u)
         if previous is None:
             current = (1, a, a)

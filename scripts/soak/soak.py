@@ -180,6 +180,7 @@ class Soak:
             "execution.checkpointing.dir": f"s3://{BUCKET}/checkpoints",
             "execution.checkpointing.savepoint-dir": f"s3://{BUCKET}/savepoints",
             "execution.checkpointing.interval": "10 s",
+            "execution.checkpointing.timeout": "3 min",
             "execution.checkpointing.incremental": "true",
             "s3.endpoint": self.endpoint,
             "s3.access-key": "soak",
@@ -331,7 +332,7 @@ class Soak:
         trigger = self.rest(f"/jobs/{self.job}/stop", {"drain": drain, "formatType": "NATIVE"})
         if not trigger:
             return None
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + 300  # past the checkpoint timeout
         while time.monotonic() < deadline:
             s = self.rest(f"/jobs/{self.job}/savepoints/{trigger['request-id']}")
             if s and s["status"]["id"] == "COMPLETED":
@@ -345,9 +346,11 @@ class Soak:
         return None
 
     def record_job_end(self):
-        m = self.rest(f"/jobs/{self.job}/metrics?get=numRestarts")
-        restarts = int(float(m[0]["value"])) if m else None
+        # the JobManager's log has every restart (the REST metric is gone once the job ended)
+        with open(os.path.join(self.logs, "jm.log"), errors="replace") as f:
+            restarts = sum(f"({self.job}) switched from state RUNNING to RESTARTING" in l for l in f)
         self.counts["jobs"][-1].update(restarts=restarts, checkpoints=self.completed_checkpoints())
+        self.counts["restarts"] = sum(j.get("restarts", 0) for j in self.counts["jobs"])
 
     # ---- faults ----
 
@@ -543,7 +546,9 @@ class Soak:
             referenced.add(key)
         r = subprocess.run(
             [self.java, "-cp", f"{self.args.job_jar}:{self.classpath}", "org.forstrs.soak.MetadataFiles",
-             *pairs], capture_output=True, text=True, check=True)
+             *pairs], capture_output=True, text=True, env={**os.environ, **self.env()})
+        if r.returncode != 0:
+            raise SystemExit(f"soak: reading the savepoint's _metadata failed:\n{r.stderr}")
         unknown = []
         for line in r.stdout.splitlines():
             if line.startswith("UNKNOWN"):

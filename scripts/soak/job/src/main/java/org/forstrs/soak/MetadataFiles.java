@@ -1,5 +1,9 @@
 package org.forstrs.soak;
 
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.GlobalConfiguration;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.plugin.PluginUtils;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
@@ -23,13 +27,18 @@ import java.util.TreeSet;
  * Prints the files a checkpoint's or savepoint's {@code _metadata} references, one URI a line:
  * {@code java MetadataFiles <local copy of _metadata> <the checkpoint's directory URI>...} (pairs).
  * Relative handles (savepoints) resolve against the directory URI, so nothing but the local copy
- * is read. A handle of a kind not known here is printed as {@code UNKNOWN <class>}.
+ * is read (the directory's file system must be there to resolve them: the cluster's configuration
+ * from {@code FLINK_CONF_DIR} and its plugins from {@code FLINK_PLUGINS_DIR}). A handle of a kind
+ * not known here is printed as {@code UNKNOWN <class>}.
  */
 public final class MetadataFiles {
 
     private MetadataFiles() {}
 
     public static void main(String[] args) throws IOException {
+        Configuration config =
+                GlobalConfiguration.loadConfiguration(System.getenv("FLINK_CONF_DIR"));
+        FileSystem.initialize(config, PluginUtils.createPluginManagerFromRootFolder(config));
         TreeSet<String> files = new TreeSet<>();
         for (int a = 0; a + 1 < args.length; a += 2) {
             CheckpointMetadata metadata;

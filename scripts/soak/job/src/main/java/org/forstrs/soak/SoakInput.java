@@ -33,7 +33,8 @@ public final class SoakInput {
         return T0 + i * STEP_MS;
     }
 
-    public static String regionOf(int user) {
-        return "r" + (user % 7);
+    /** The fee of record i's payment, the other side of the join. */
+    public static long feeOf(long i) {
+        return Long.remainderUnsigned(mix(i) >>> 20, 100);
     }
 }

@@ -27,15 +27,16 @@ import java.time.Duration;
  *
  * <ul>
  *   <li>agg/: a SQL GROUP BY (async state), its changelog as {@code kind,user,count,sum,max};
- *   <li>join/: a SQL regular join with a profile per user (async state), {@code
- *       id,user,region,amount};
+ *   <li>join/: a SQL regular join with a payment per event (async state), {@code
+ *       id,user,fee,amount};
  *   <li>window/: a SQL event-time tumbling window of 10 s, {@code user,windowStart,count,sum};
  *   <li>buckets/: a KeyedProcessFunction with sync state and event-time timers ({@link
  *       BucketTotals}).
  * </ul>
  *
  * Every output is a FileSink (exactly once: files committed on checkpoints) under {@code --out}.
- * The sources run at parallelism 1 (one split: monotonic event time, no idle readers after a
+ * The input never ends by itself ({@code --records} is far more than a soak reads): the soak ends
+ * the job with stop-with-savepoint --drain. The source runs at parallelism 1 (one split: monotonic event time, no idle readers after a
  * rescale); everything else at the job's parallelism ({@code -p}). Operators have fixed uids so
  * that savepoints restore at any parallelism.
  */
@@ -75,14 +76,14 @@ public final class SoakJob {
                                 "events")
                         .uid("events")
                         .setParallelism(1);
-        DataStream<Row> profiles =
-                env.fromSequence(0, users - 1)
-                        .uid("profile-ids")
-                        .setParallelism(1)
-                        .map(u -> Row.of(u.intValue(), SoakInput.regionOf(u.intValue())))
-                        .returns(Types.ROW_NAMED(new String[] {"pUser", "region"}, Types.INT, Types.STRING))
-                        .uid("profiles")
-                        .setParallelism(1);
+        // the join's other side: a payment per event, from the same source (a source that ends
+        // would wait for a final checkpoint, which a stop-with-savepoint --drain then waits for)
+        DataStream<Row> payments =
+                events.map(e -> Row.of(e.id, SoakInput.feeOf(e.id)))
+                        .returns(
+                                Types.ROW_NAMED(
+                                        new String[] {"paymentId", "fee"}, Types.LONG, Types.LONG))
+                        .uid("payments");
 
         tEnv.createTemporaryView(
                 "events",
@@ -92,7 +93,7 @@ public final class SoakJob {
                                 .columnByMetadata("rowtime", "TIMESTAMP_LTZ(3)")
                                 .watermark("rowtime", "SOURCE_WATERMARK()")
                                 .build()));
-        tEnv.createTemporaryView("profiles", tEnv.fromDataStream(profiles));
+        tEnv.createTemporaryView("payments", tEnv.fromDataStream(payments));
 
         Table agg =
                 tEnv.sqlQuery(
@@ -100,8 +101,8 @@ public final class SoakJob {
                                 + " FROM events GROUP BY userId");
         Table join =
                 tEnv.sqlQuery(
-                        "SELECT e.id, e.userId, p.region, e.amount FROM events AS e"
-                                + " JOIN profiles AS p ON e.userId = p.pUser");
+                        "SELECT e.id, e.userId, p.fee, e.amount FROM events AS e"
+                                + " JOIN payments AS p ON e.id = p.paymentId");
         Table window =
                 tEnv.sqlQuery(
                         "SELECT userId, window_start, COUNT(*) AS cnt, SUM(amount) AS total"
