@@ -534,8 +534,20 @@ class Soak:
         self.log(f"summary in {self.results}/summary.json: {'PASS' if ok else 'FAIL'}")
         return ok
 
+    def settled_objects(self):
+        """The bucket once the JobManager's asynchronous discarding of the finished job's
+        checkpoints is over: listed every 5 s until two listings agree (at most 2 minutes)."""
+        previous = None
+        deadline = time.monotonic() + 120
+        while True:
+            objects = dict(s3bucket.objects(self.s3, BUCKET))
+            if objects == previous or time.monotonic() > deadline:
+                return objects
+            previous = objects
+            time.sleep(5)
+
     def check_bucket(self):
-        objects = dict(s3bucket.objects(self.s3, BUCKET))
+        objects = self.settled_objects()
         referenced = set()
         pairs = []
         for location in self.savepoints:
