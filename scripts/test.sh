@@ -48,3 +48,8 @@ rm -f java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.d
 mvn -B -ntp -f java/pom.xml verify
 # a forked test JVM's native stdout lands in surefire's and failsafe's .dumpstream files
 fail_on_jni_warnings java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream
+
+# ---- Soak (docs/soak.md): the short variant on a real cluster of separate JVMs against moto ----
+# Needs the jar mvn verify just packaged; at most 5 minutes.
+step soak --short
+SOAK_SKIP_BUILD=1 scripts/soak.sh --short
