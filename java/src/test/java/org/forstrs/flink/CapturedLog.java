@@ -9,10 +9,8 @@ import org.apache.logging.log4j.core.config.Configuration;
 import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.config.Property;
 
-import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
@@ -48,16 +46,13 @@ final class CapturedLog extends AbstractAppender implements AutoCloseable {
         events.add(event.toImmutable());
     }
 
-    /** The first event from now on that matches, waiting at most {@code timeout} for it. */
-    LogEvent await(Predicate<LogEvent> matching, Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
+    /**
+     * The first event from now on that matches; waits for it without a deadline of its own (the
+     * tests' hang guard stops a run in which it never comes).
+     */
+    LogEvent await(Predicate<LogEvent> matching) throws InterruptedException {
         while (true) {
-            long left = deadline - System.nanoTime();
-            LogEvent event = events.poll(Math.max(left, 0), TimeUnit.NANOSECONDS);
-            if (event == null) {
-                throw new AssertionError(
-                        "no matching event from " + loggerName + " within " + timeout);
-            }
+            LogEvent event = events.take();
             if (matching.test(event)) {
                 return event;
             }

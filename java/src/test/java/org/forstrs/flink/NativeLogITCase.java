@@ -20,7 +20,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -79,8 +78,7 @@ class NativeLogITCase {
                                     event.getLevel() == Level.WARN
                                             && event.getMessage()
                                                     .getFormattedMessage()
-                                                    .contains("[job=" + job),
-                            Duration.ofMinutes(5));
+                                                    .contains("[job=" + job));
             client.getJobExecutionResult().get();
 
             String message = retry.getMessage().getFormattedMessage();
