@@ -28,8 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class RescaleITCase {
 
-    private static final int KEYS = 700;
-    private static final long RECORDS = 90_000;
+    static final int KEYS = 700;
+    static final long RECORDS = 90_000;
     /** The input's pace: 1,500 records between two completed checkpoints. */
     private static final int RECORDS_PER_CHECKPOINT = 1_500;
 
@@ -120,7 +120,7 @@ class RescaleITCase {
      * Submits the counting job; its input (over all jobs of the run) is held at {@code holdAt}
      * records, so the job is known to be mid-input when the test stops it.
      */
-    private static JobClient submit(
+    static JobClient submit(
             Configuration base, String restoreFrom, int parallelism, String run, long holdAt)
             throws Exception {
         Configuration config = new Configuration(base);
@@ -139,7 +139,7 @@ class RescaleITCase {
     }
 
     /** Waits until the input emitted all it may ({@code records}, over all jobs of the run). */
-    private static void awaitHeld(String run, long records, JobClient job) throws Exception {
+    static void awaitHeld(String run, long records, JobClient job) throws Exception {
         Await.until(records + " records", () -> PacedSequence.emitted(run) >= records, job);
     }
 
@@ -153,7 +153,7 @@ class RescaleITCase {
     }
 
     /** Cancels the job once a checkpoint completed after now; returns the retained one's URI. */
-    private static String cancelAfterNextCheckpoint(JobClient job, String checkpoints)
+    static String cancelAfterNextCheckpoint(JobClient job, String checkpoints)
             throws Exception {
         String jobDir = checkpoints.replaceAll("/+$", "") + "/" + job.getJobID();
         long before =

@@ -1,0 +1,131 @@
+package org.forstrs.tools;
+
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.GlobalConfiguration;
+import org.apache.flink.core.fs.FileStatus;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.core.plugin.PluginUtils;
+import org.apache.flink.util.TimeUtils;
+
+import java.io.File;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The command line of ForSt-RS's tools, run with Flink's jars on the class path and its
+ * configuration for file systems: {@code java -cp "$FLINK_HOME/lib/*" org.forstrs.tools.ForStTool
+ * <command>} (the jar is in {@code lib/}). File systems are configured from {@code
+ * FLINK_CONF_DIR} (else {@code $FLINK_HOME/conf}) and plugins found in {@code FLINK_PLUGINS_DIR}
+ * (else {@code plugins} in the working directory), as Flink's own processes do.
+ */
+public final class ForStTool {
+
+    static final String USAGE =
+            String.join(
+                    "\n",
+                    "usage: ForStTool <command> ...",
+                    "  gc <checkpoint dir> [--delete] [--min-age <duration>]",
+                    "      Lists (with --delete: deletes) the files under the shared directories",
+                    "      of the jobs in <checkpoint dir> (execution.checkpointing.dir) that no",
+                    "      retained checkpoint of any job there references. Job directories",
+                    "      written to within --min-age (default 1 h) are skipped: the job may",
+                    "      be running.");
+
+    private ForStTool() {}
+
+    public static void main(String[] args) {
+        int status;
+        try {
+            initializeFileSystems();
+            status = run(args, System.out, System.err);
+        } catch (Exception e) {
+            System.err.println("ForStTool failed: " + e);
+            status = 1;
+        }
+        System.exit(status);
+    }
+
+    /** Runs a command; its exit status: 0 done, 1 failed, 2 wrong usage. */
+    public static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
+        if (args.length == 0) {
+            err.println(USAGE);
+            return 2;
+        }
+        switch (args[0]) {
+            case "gc":
+                return gc(args, out, err);
+            default:
+                err.println("unknown command: " + args[0] + "\n" + USAGE);
+                return 2;
+        }
+    }
+
+    private static int gc(String[] args, PrintStream out, PrintStream err) throws Exception {
+        String root = null;
+        boolean delete = false;
+        Duration minAge = Duration.ofHours(1);
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--delete")) {
+                delete = true;
+            } else if (args[i].equals("--min-age") && i + 1 < args.length) {
+                minAge = TimeUtils.parseDuration(args[++i]);
+            } else if (root == null && !args[i].startsWith("--")) {
+                root = args[i];
+            } else {
+                err.println("gc: unexpected argument " + args[i] + "\n" + USAGE);
+                return 2;
+            }
+        }
+        if (root == null) {
+            err.println("gc: the checkpoint directory is missing\n" + USAGE);
+            return 2;
+        }
+        List<UnreferencedFiles.Job> jobs =
+                UnreferencedFiles.scan(new Path(root), minAge, System.currentTimeMillis());
+        if (jobs.isEmpty()) {
+            out.println("no job directories under " + root);
+        }
+        for (UnreferencedFiles.Job job : jobs) {
+            if (job.skipped != null) {
+                out.printf("job %s: skipped, %s%n", job.dir.getName(), job.skipped);
+                continue;
+            }
+            List<String> ids = new ArrayList<>();
+            job.checkpoints.forEach(c -> ids.add(c.getName()));
+            out.printf(
+                    "job %s: retained %s; %d files under shared, %d referenced by nothing"
+                            + " (%d bytes)%n",
+                    job.dir.getName(),
+                    ids.isEmpty() ? "no checkpoint" : String.join(", ", ids),
+                    job.sharedFiles,
+                    job.unreferenced.size(),
+                    job.unreferencedBytes());
+            for (FileStatus file : job.unreferenced) {
+                out.printf("  %s %d%n", file.getPath(), file.getLen());
+            }
+            if (delete) {
+                out.printf("  deleted %d files%n", UnreferencedFiles.delete(job));
+            }
+        }
+        if (!delete && jobs.stream().anyMatch(j -> !j.unreferenced.isEmpty())) {
+            out.println("nothing deleted: run again with --delete to delete the files listed");
+        }
+        return 0;
+    }
+
+    private static void initializeFileSystems() {
+        String home = System.getenv("FLINK_HOME");
+        String confDir = System.getenv("FLINK_CONF_DIR");
+        if (confDir == null && home != null) {
+            confDir = home + "/conf";
+        }
+        Configuration config =
+                confDir != null && new File(confDir).isDirectory()
+                        ? GlobalConfiguration.loadConfiguration(confDir)
+                        : new Configuration();
+        FileSystem.initialize(config, PluginUtils.createPluginManagerFromRootFolder(config));
+    }
+}
