@@ -520,6 +520,15 @@ class Soak:
         if os.environ.get("SOAK_STRICT_BUCKET") == "1":
             ok &= not summary["bucket"]["leaked"]
 
+        # What Flink and the backend left, the operator's tool collects: nothing may stay.
+        summary["gc"] = self.run_gc()
+        summary["bucket_after_gc"] = self.check_bucket()
+        self.log(f"after ForStTool gc --delete: {summary['bucket_after_gc']['objects']} objects, "
+                 f"{len(summary['bucket_after_gc']['leaked'])} leaked, "
+                 f"{len(summary['bucket_after_gc']['missing'])} missing")
+        ok &= summary["gc"]["status"] == 0
+        ok &= not summary["bucket_after_gc"]["leaked"] and not summary["bucket_after_gc"]["missing"]
+
         summary["errors"] = self.count_errors()
         self.log(f"ERROR lines of org.forstrs.*: {summary['errors']['total']} "
                  f"({summary['errors']['unexpected']} outside the injected faults)")
@@ -533,6 +542,17 @@ class Soak:
             json.dump(summary, f, indent=2)
         self.log(f"summary in {self.results}/summary.json: {'PASS' if ok else 'FAIL'}")
         return ok
+
+    def run_gc(self):
+        """The operator's cleanup after the job: ForStTool gc on the checkpoint directory."""
+        r = subprocess.run(
+            [self.java, "-cp", self.classpath, "org.forstrs.tools.ForStTool", "gc",
+             f"s3://{BUCKET}/checkpoints", "--min-age", "0 s", "--delete"],
+            capture_output=True, text=True, env={**os.environ, **self.env()})
+        with open(os.path.join(self.results, "gc.log"), "w") as f:
+            f.write(r.stdout + r.stderr)
+        return {"status": r.returncode, "output": r.stdout.splitlines()[:200],
+                "errors": r.stderr.splitlines()[-20:]}
 
     def settled_objects(self):
         """The bucket once the JobManager's asynchronous discarding of the finished job's
