@@ -26,10 +26,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class DocsLinksTest {
 
     /** The target of an inline link or image: {@code ](target)} or {@code ](target "title")}. */
-    private static final Pattern INLINE = Pattern.compile("\\]\\(\\s*<?([^)\\s>]*)>?(?:\\s+\"[^\"]*\")?\\s*\\)");
+    private static final Pattern INLINE =
+            Pattern.compile("\\]\\(\\s*<?([^)\\s>]*)>?(?:\\s+\"[^\"]*\")?\\s*\\)");
 
     /** A reference definition: {@code [name]: target}. */
-    private static final Pattern REFERENCE = Pattern.compile("^\\s{0,3}\\[[^\\]]+\\]:\\s*<?(\\S+?)>?(?:\\s.*)?$");
+    private static final Pattern REFERENCE =
+            Pattern.compile("^\\s{0,3}\\[[^\\]]+\\]:\\s*<?(\\S+?)>?(?:\\s.*)?$");
 
     private static final Pattern CODE_SPAN = Pattern.compile("`[^`]*`");
 
@@ -61,7 +63,8 @@ class DocsLinksTest {
 
     @Test
     void slugsFollowGitHub() {
-        assertThat(slug("Who deletes a handed-over file")).isEqualTo("who-deletes-a-handed-over-file");
+        assertThat(slug("Who deletes a handed-over file"))
+                .isEqualTo("who-deletes-a-handed-over-file");
         assertThat(slug("Engine modules (`rust/lsm/`)")).isEqualTo("engine-modules-rustlsm");
         assertThat(slug("Flink's S3 keys and the native store"))
                 .isEqualTo("flinks-s3-keys-and-the-native-store");

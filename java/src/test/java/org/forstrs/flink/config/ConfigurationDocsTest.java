@@ -59,7 +59,9 @@ class ConfigurationDocsTest {
     void everyKeyOnThePageIsAccepted() throws Exception {
         TreeSet<String> unknown = new TreeSet<>(listed);
         unknown.removeAll(acceptedKeys());
-        assertThat(unknown).as("keys docs/configuration.md lists that the code does not accept").isEmpty();
+        assertThat(unknown)
+                .as("keys docs/configuration.md lists that the code does not accept")
+                .isEmpty();
     }
 
     @Test
