@@ -21,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
@@ -274,7 +275,11 @@ public final class ForStBackendConfig implements Serializable {
         return Math.min(flinkThreads, MAX_BATCH_THREADS);
     }
 
-    private static void rejectUnknownKeys(ReadableConfig config) {
+    /**
+     * Every {@code state.backend.forst.*} key the backend accepts except the engine's ({@link
+     * EngineOptions}): Flink's ForSt keys, ours, our S3 overrides and their fallback keys.
+     */
+    static SortedSet<String> knownKeys() {
         TreeSet<String> known = new TreeSet<>();
         for (ConfigOption<?> option :
                 Stream.concat(ALL_OPTIONS.stream(), S3Settings.ALL.stream()).toList()) {
@@ -283,6 +288,11 @@ public final class ForStBackendConfig implements Serializable {
                 known.add(fallback.getKey());
             }
         }
+        return Collections.unmodifiableSortedSet(known);
+    }
+
+    private static void rejectUnknownKeys(ReadableConfig config) {
+        SortedSet<String> known = knownKeys();
         for (String key : new TreeSet<>(config.toMap().keySet())) {
             if (!key.startsWith(ForStOptions.PREFIX) || known.contains(key)) {
                 continue;

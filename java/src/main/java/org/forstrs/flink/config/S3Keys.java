@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -501,6 +502,17 @@ final class S3Keys {
                     uncovered);
         }
         return "false";
+    }
+
+    /**
+     * Every Flink S3 key the native store reads: those it honours, those it accepts without
+     * effect and those it warns about.
+     */
+    static Set<String> flinkKeys() {
+        Set<String> keys = new LinkedHashSet<>(KEYS.keySet());
+        keys.addAll(NO_EQUIVALENT.keySet());
+        keys.addAll(UNSUPPORTED.keySet());
+        return Collections.unmodifiableSet(keys);
     }
 
     /** The Flink keys of {@code setting}, in table order (for messages and docs). */
