@@ -16,7 +16,8 @@ format; scripts/render-charts.py reads it.
 A measurement's `value` is the median of its `rounds` when those are given; `ratio` says how ours
 compares with the baseline, > 1 meaning ours is better whatever the unit (value / baseline for
 rates, baseline / value for times and sizes). When ours and the baseline have as many rounds, round
-i of each ran in the same interleaved round, so `ratio_rounds` pairs them.
+i of each ran in the same interleaved round, so `ratio_rounds` pairs them. A measurement of a ratio
+alone (measured in turns, or transcribed without the rates) has a `ratio` and no `value`.
 """
 import argparse
 import copy
@@ -76,8 +77,8 @@ def complete(m):
     if rounds:
         m.setdefault("value", statistics.median_low(rounds))
         m.setdefault("spread", {"min": min(rounds), "max": max(rounds)})
-    if m.get("value") is None:
-        raise ValueError(f"measurement {m.get('name')!r}: no value and no rounds")
+    if m.get("value") is None and m.get("ratio") is None:
+        raise ValueError(f"measurement {m.get('name')!r}: no value, rounds or ratio")
     base = m.get("baseline")
     if base:
         base_rounds = base.get("rounds")
@@ -86,7 +87,7 @@ def complete(m):
         if rounds and base_rounds and len(rounds) == len(base_rounds) and "ratio_rounds" not in m:
             m["ratio_rounds"] = [ratio(m["better"], v, b) for v, b in zip(rounds, base_rounds)]
         if "ratio" not in m:
-            m["ratio"] = ratio(m["better"], m["value"], base.get("value"))
+            m["ratio"] = ratio(m["better"], m.get("value"), base.get("value"))
     return m
 
 
