@@ -154,7 +154,8 @@ fn main() {
                 ("Java loop over Flink's FS", j),
             ];
             for (baseline, rate) in baselines {
-                let name = format!("{} KiB reads, {threads} threads", size >> 10);
+                let plural = if threads == 1 { "" } else { "s" };
+                let name = format!("{} KiB reads, {threads} thread{plural}", size >> 10);
                 Measurement::new(&name, "MB/s", true)
                     .subject("Flink file-system proxy (JNI)")
                     .value(p)

@@ -102,9 +102,11 @@ def esc(text):
     return html.escape(str(text), quote=True)
 
 
-def text(x, y, s, size=12, anchor="start", weight="normal", color="#222"):
+def text(x, y, s, size=12, anchor="start", weight="normal", color="#222", halo=False):
+    """halo: a white outline, so that a label stays readable over lines."""
+    outline = ' stroke="#ffffff" stroke-width="3" paint-order="stroke"' if halo else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-            f'font-weight="{weight}" fill="{color}">{esc(s)}</text>')
+            f'font-weight="{weight}" fill="{color}"{outline}>{esc(s)}</text>')
 
 
 def document(width, height, body):
@@ -113,24 +115,29 @@ def document(width, height, body):
             f'<rect width="{width}" height="{height}" fill="#ffffff"/>\n' + "\n".join(body) + "\n</svg>\n")
 
 
-def legend(x, y, names):
-    body = []
+def legend(x, y, names, width):
+    """Swatches and names from (x, y), wrapped within width; returns the SVG and its last line's y."""
+    body, left = [], x
     for i, name in enumerate(names):
+        w = 30 + 7 * len(name)
+        if x > left and x + w > width:
+            x, y = left, y + 18
         body.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" fill="{COLORS[i % len(COLORS)]}"/>')
         body.append(text(x + 17, y, name, 12))
-        x += 30 + 7 * len(name)
-    return body
+        x += w
+    return body, y
 
 
-def nice_max(v):
-    """A round axis end at or above v."""
+def nice_axis(v, most=6):
+    """A round tick step and the axis end at or above v, with at most `most` steps."""
     if v <= 0:
-        return 1.0
-    exp = 10 ** math.floor(math.log10(v))
-    for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if step * exp >= v:
-            return step * exp
-    return 10 * exp
+        return 0.25, 1.0
+    exp = 10 ** math.floor(math.log10(v / most))
+    for step in (1, 2, 2.5, 5, 10):
+        step *= exp
+        if math.ceil(v / step - 1e-9) <= most:
+            return step, step * math.ceil(v / step - 1e-9)
+    return 10 * exp, 10 * exp * math.ceil(v / (10 * exp))
 
 
 # ---------------------------------------------------------------- charts
@@ -143,23 +150,25 @@ def ratio_chart(title, subtitle, categories, series, axis="ours / baseline (> 1:
     label_w = 20 + 7 * max(len(label) for label, _, _ in categories)
     plot_w, bar_h, gap = 420, 16, 12
     per_cat = bar_h * len(series) + gap
-    top = 96 if len(series) > 1 else 72
-    height = top + per_cat * len(categories) + 50
     width = max(label_w + plot_w + 90, 20 + 7 * max(len(title) * 1.3, len(subtitle)))
+    body = [text(10, 22, title, 16, weight="bold"), text(10, 42, subtitle, 12, color="#555")]
+    top = 72
+    if len(series) > 1 or series[0]:
+        swatches, last = legend(10, 64, series, width)
+        body += swatches
+        top = last + 32
+    height = top + per_cat * len(categories) + 50
     values = [v for _, vs, ws in categories for v in vs if v is not None]
     values += [w[1] for _, _, ws in categories for w in ws if w]
-    x_max = nice_max(max(values + [1.0]) * 1.05)
+    x_step, x_max = nice_axis(max(values + [1.0]) * 1.05)
     sx = lambda v: label_w + plot_w * v / x_max  # noqa: E731
-    body = [text(10, 22, title, 16, weight="bold"), text(10, 42, subtitle, 12, color="#555")]
-    if len(series) > 1:
-        body += legend(label_w, 64, series)
     bottom = top + per_cat * len(categories)
-    ticks = 5
-    for i in range(ticks + 1):
-        v = x_max * i / ticks
+    for i in range(round(x_max / x_step) + 1):
+        v = x_step * i
         body.append(f'<line x1="{sx(v):.1f}" y1="{top - 4}" x2="{sx(v):.1f}" y2="{bottom}" stroke="#e5e5e5"/>')
-        body.append(text(sx(v), bottom + 16, f"{v:g}", 11, "middle", color="#555"))
+        body.append(text(sx(v), bottom + 16, f"{v:.4g}", 11, "middle", color="#555"))
     body.append(text(label_w + plot_w / 2, bottom + 36, axis, 12, "middle"))
+    labels = []  # drawn last, over the baseline line
     for c, (label, vs, ws) in enumerate(categories):
         y0 = top + c * per_cat
         body.append(text(label_w - 8, y0 + per_cat / 2 - gap / 2 + 4, label, 12, "end"))
@@ -177,11 +186,11 @@ def ratio_chart(title, subtitle, categories, series, axis="ours / baseline (> 1:
                 for xw in (lo, hi):
                     body.append(f'<line x1="{xw:.1f}" y1="{y + 3}" x2="{xw:.1f}" y2="{y + bar_h - 3}" stroke="#333"/>')
                 end = max(end, hi)
-            body.append(text(end + 4, y + bar_h - 4, f"{v:.2f}x", 11))
+            labels.append(text(end + 4, y + bar_h - 4, f"{v:.2f}x", 11, halo=True))
     one = sx(1.0)
     body.append(f'<line x1="{one:.1f}" y1="{top - 8}" x2="{one:.1f}" y2="{bottom}" stroke="#000" stroke-dasharray="5,3"/>')
     body.append(text(one, top - 11, "baseline 1.0", 10, "middle"))
-    return document(width, height, body)
+    return document(width, height, body + labels)
 
 
 def line_chart(title, subtitle, x_label, xs, x_text, panels, series):
@@ -193,7 +202,7 @@ def line_chart(title, subtitle, x_label, xs, x_text, panels, series):
     width = 20 + cols * (panel_w + pad_l + 60)
     height = 84 + rows * (panel_h + pad_t + 56)
     body = [text(10, 22, title, 16, weight="bold"), text(10, 42, subtitle, 12, color="#555")]
-    body += legend(pad_l, 66, series)
+    body += legend(pad_l, 66, series, width)[0]
     lx = [math.log10(x) for x in xs]
     x_lo, x_hi = min(lx), max(lx)
     span = (x_hi - x_lo) or 1
@@ -209,9 +218,9 @@ def line_chart(title, subtitle, x_label, xs, x_text, panels, series):
             fy = lambda y: (math.log10(y) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo))  # noqa: E731
             ticks = [10 ** e for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1)]
         else:
-            y_lo, y_hi = 0.0, nice_max(max(ys) * 1.1)
+            step, y_hi = nice_axis(max(ys) * 1.1, 5)
             fy = lambda y: y / y_hi  # noqa: E731
-            ticks = [y_hi * i / 4 for i in range(5)]
+            ticks = [step * i for i in range(round(y_hi / step) + 1)]
         sy = lambda y: oy + panel_h - panel_h * fy(y)  # noqa: E731
         sx = lambda x: ox + 20 + (panel_w - 40) * (math.log10(x) - x_lo) / span  # noqa: E731
         body.append(text(ox + panel_w / 2, oy - 12, f"{ptitle} ({unit})", 13, "middle", "bold"))
@@ -225,7 +234,7 @@ def line_chart(title, subtitle, x_label, xs, x_text, panels, series):
         if reference:
             ry = sy(reference[0])
             body.append(f'<line x1="{ox}" y1="{ry:.1f}" x2="{ox + panel_w}" y2="{ry:.1f}" stroke="#000" stroke-dasharray="5,3"/>')
-            body.append(text(ox + panel_w - 4, ry - 4, reference[1], 10, "end"))
+            body.append(text(ox + 4, ry - 4, reference[1], 10, halo=True))
         ends = []  # (y of the last point, its label, color): labelled right of the panel
         for s, name in enumerate(series):
             pts = [(x, data.get(name, {}).get(x)) for x in xs]
