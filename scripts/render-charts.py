@@ -91,8 +91,8 @@ def short(x):
 
 
 def keys_text(n):
-    if n >= 1_000_000 and n % 1_000_000 == 0:
-        return f"{n // 1_000_000}M"
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1_000_000:g}M"
     if n >= 1000 and n % 1000 == 0:
         return f"{n // 1000}k"
     return str(n)
@@ -307,18 +307,20 @@ def chart_checkpoint(r):
     for m in r["measurements"]:
         if m["labels"]["place"] not in places:
             places.append(m["labels"]["place"])
-    sizes = sorted({m["labels"]["state_mb"] for m in r["measurements"]})
+    # x: keys in state (the state's MB, rounded down, can be 0 in a small run), labelled with both
+    mb = {m["labels"]["keys"]: m["labels"]["state_mb"] for m in r["measurements"]}
+    sizes = sorted(mb)
     panels = []
     # the synchronous phase (microseconds) is in the table
     for metric in ["async phase, incl. flush", "restore, same parallelism", "rescale 2 -> 3, slowest subtask"]:
         data = {}
         for m in where(r, name=metric):
-            data.setdefault(m["labels"]["place"], {})[m["labels"]["state_mb"]] = m["value"]
+            data.setdefault(m["labels"]["place"], {})[m["labels"]["keys"]] = m["value"]
         panels.append((metric, "ms", True, data, None))
     return {"checkpoint-restore.svg": line_chart(
         "Checkpoint and restore time against state size",
         f"engine level, two subtasks, medians of {r['parameters'].get('CP_ROUNDS', '?')} rounds; {run_line(r)}",
-        "state (MB)", sizes, lambda x: f"{x:g} MB", panels, places)}
+        "state: keys (MB)", sizes, lambda x: f"{keys_text(x)} ({mb[x]} MB)", panels, places)}
 
 
 def simple_ratios(name, title, r, label, series_of=None, subtitle="",
