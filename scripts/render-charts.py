@@ -443,7 +443,8 @@ def table(result):
 
 def block(name, result, chart_names):
     machine = result["machine"]
-    facts = [f"{machine['cores']} cores"] if machine.get("cores") else []
+    # a transcribed run's machine is a description that names its cores
+    facts = [f"{machine['cores']} cores"] if machine.get("cores") and not machine.get("description") else []
     for key, fmt in [("cpu", "{}"), ("memory_mib", "{:,} MiB memory"), ("os", "{}"),
                      ("description", "{}")]:
         if machine.get(key):
