@@ -26,6 +26,9 @@ use jni::objects::{GlobalRef, JObject, JString, JValue};
 
 #[path = "support/jvm.rs"]
 mod jvm;
+#[path = "support/results.rs"]
+mod results;
+use results::Measurement;
 
 const VALUE_BYTES: usize = 100;
 /// Writes after the last flush, so every synchronous phase has a memtable to freeze.
@@ -60,13 +63,14 @@ impl Place {
     }
 }
 
+/// Times per round, in ms.
 struct Measured {
-    sync: Duration,
-    async_phase: Duration,
+    sync: Vec<f64>,
+    async_phase: Vec<f64>,
     /// Bytes the databases wrote during the hand-overs.
     checkpoint_bytes: u64,
-    restore: Duration,
-    rescale: Duration,
+    restore: Vec<f64>,
+    rescale: Vec<f64>,
     state_mb: u64,
 }
 
@@ -121,8 +125,9 @@ fn layout(first: u32, last: u32) -> KeyGroupLayout {
     KeyGroupLayout { range: KeyGroups::new(first, last), prefix_bytes: 1 }
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
@@ -150,10 +155,10 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
             fill_unflushed(db, halves[i], round);
             let started = Instant::now();
             let checkpoint = db.checkpoint().unwrap();
-            syncs.push(started.elapsed());
+            syncs.push(ms(started.elapsed()));
             let started = Instant::now();
             let (source, bytes) = complete(db, checkpoint, storage, halves[i]);
-            asyncs.push(started.elapsed());
+            asyncs.push(ms(started.elapsed()));
             checkpoint_bytes += bytes;
             sources.push(source);
         }
@@ -165,7 +170,7 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
         let started = Instant::now();
         let dir = place.open(&format!("{tag}/restored-{round}"));
         let same = restore(dir, vec![sources[0].clone()], layout(0, 63), quiet()).unwrap();
-        restores.push(started.elapsed());
+        restores.push(ms(started.elapsed()));
         check(&same, KeyGroups::new(0, 63), keys);
         // Subtasks restore in parallel in Flink: the rescale takes as long as the slowest one.
         let mut slowest = Duration::ZERO;
@@ -181,14 +186,14 @@ fn run(place: &Place, tag: &str, keys: u64, rounds: u64) -> Measured {
             slowest = slowest.max(started.elapsed());
             check(&db, *groups, keys);
         }
-        rescales.push(slowest);
+        rescales.push(ms(slowest));
     }
     Measured {
-        sync: median(syncs),
-        async_phase: median(asyncs),
+        sync: syncs,
+        async_phase: asyncs,
         checkpoint_bytes,
-        restore: median(restores),
-        rescale: median(rescales),
+        restore: restores,
+        rescale: rescales,
         state_mb,
     }
 }
@@ -258,6 +263,13 @@ fn main() {
         "checkpoint/restore/rescale: {keys} keys (small) vs {} keys (large), ~{VALUE_BYTES}-byte values, {rounds} checkpoints each, DFS latency {latency:?}/request",
         keys * scale
     );
+    results::parameters(&[
+        ("CP_KEYS", keys.into()),
+        ("CP_SCALE", scale.into()),
+        ("CP_ROUNDS", rounds.into()),
+        ("CP_LATENCY_US", (latency.as_micros() as u64).into()),
+        ("unflushed writes before each checkpoint", UNFLUSHED_KEYS.into()),
+    ]);
     for (name, place) in &places {
         let small = run(place, &format!("small-{}", name.len()), keys, rounds);
         let large = run(place, &format!("large-{}", name.len()), keys * scale, rounds);
@@ -274,21 +286,40 @@ fn main() {
             };
             println!("| {metric} | {a:.3} {unit} | {b:.3} {unit} | {ratio} |");
         };
-        row("sync phase (median)", ms(small.sync), ms(large.sync), "ms");
-        row(
-            "async phase (median, incl. flush)",
-            ms(small.async_phase),
-            ms(large.async_phase),
-            "ms",
-        );
-        row(
-            "bytes written by checkpoints (all rounds, manifests only)",
-            small.checkpoint_bytes as f64,
-            large.checkpoint_bytes as f64,
-            "B",
-        );
-        row("restore, same parallelism (median)", ms(small.restore), ms(large.restore), "ms");
-        row("rescale 2 -> 3 (slowest subtask, median)", ms(small.rescale), ms(large.rescale), "ms");
+        let times = |m: &Measured| {
+            [
+                ("sync phase", m.sync.clone()),
+                ("async phase, incl. flush", m.async_phase.clone()),
+                ("restore, same parallelism", m.restore.clone()),
+                ("rescale 2 -> 3, slowest subtask", m.rescale.clone()),
+            ]
+        };
+        for (i, ((metric, a), (_, b))) in times(&small).into_iter().zip(times(&large)).enumerate() {
+            if i == 2 {
+                row(
+                    "bytes written by checkpoints (all rounds, manifests only)",
+                    small.checkpoint_bytes as f64,
+                    large.checkpoint_bytes as f64,
+                    "B",
+                );
+            }
+            row(&format!("{metric} (median)"), median(&a), median(&b), "ms");
+        }
+        for (size, m, k) in [("small", &small, keys), ("large", &large, keys * scale)] {
+            let labelled = |measurement: Measurement| {
+                measurement
+                    .label("place", *name)
+                    .label("size", size)
+                    .label("keys", k)
+                    .label("state_mb", m.state_mb)
+            };
+            for (metric, rounds) in times(m) {
+                labelled(Measurement::new(metric, "ms", false).rounds(&rounds)).record();
+            }
+            labelled(Measurement::new("bytes written by checkpoints, all rounds", "B", false))
+                .value(m.checkpoint_bytes as f64)
+                .record();
+        }
     }
 }
 

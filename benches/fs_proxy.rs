@@ -20,8 +20,11 @@ use jni::objects::JValue;
 
 #[path = "support/jvm.rs"]
 mod jvm;
+#[path = "support/results.rs"]
+mod results;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use results::Measurement;
 
 const FILE: &str = "data.bin";
 
@@ -89,6 +92,10 @@ fn main() {
     let file_bytes = env("FSB_FILE_MIB", 256) << 20;
     let millis = env("FSB_MILLIS", 2000);
 
+    results::parameters(&[
+        ("FSB_FILE_MIB", (file_bytes >> 20).into()),
+        ("FSB_MILLIS", millis.into()),
+    ]);
     let vm = jvm::start(&classpath);
 
     let dir = tempfile::tempdir().unwrap();
@@ -141,6 +148,22 @@ fn main() {
                 p / o,
                 p / j
             );
+            let baselines = [
+                ("LocalStorage (native)", l),
+                ("object_store LocalFileSystem", o),
+                ("Java loop over Flink's FS", j),
+            ];
+            for (baseline, rate) in baselines {
+                let plural = if threads == 1 { "" } else { "s" };
+                let name = format!("{} KiB reads, {threads} thread{plural}", size >> 10);
+                Measurement::new(&name, "MB/s", true)
+                    .subject("Flink file-system proxy (JNI)")
+                    .value(p)
+                    .baseline(baseline, rate, &[])
+                    .label("read_kib", size >> 10)
+                    .label("threads", threads as u64)
+                    .record();
+            }
         }
     }
 }

@@ -21,6 +21,10 @@ use forst::lsm::{ColumnFamily, Db, DbOptions, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "support/results.rs"]
+mod results;
+use results::Measurement;
+
 const MAPS: u64 = 2_000;
 const ENTRIES_PER_MAP: u64 = 100;
 const OLD_MAPS: u64 = 50_000;
@@ -163,12 +167,19 @@ impl Loaded {
 /// Turns per measurement: each measures the baseline and the database with the deletes.
 const TURNS: usize = 7;
 
+/// One operation's rates in turns: the database with range deletes and the baseline's, and the
+/// ratio of each turn.
+#[derive(Default)]
+struct Turns {
+    rates: Vec<f64>,
+    base_rates: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
 /// Rates of a database with range deletes, and their ratios to the baseline's.
 struct Row {
-    gets: f64,
-    get_ratio: f64,
-    scans: f64,
-    scan_ratio: f64,
+    gets: Turns,
+    scans: Turns,
 }
 
 /// Measures `base` and `this` in turns, `budget` of CPU time each, so that a slow phase of the
@@ -178,11 +189,11 @@ fn compare(base: &Loaded, this: &Loaded, budget: Duration) -> Row {
     this.warm();
     let turn = budget / TURNS as u32;
     let (mut base_rng, mut rng) = (StdRng::seed_from_u64(7), StdRng::seed_from_u64(7));
-    let (mut gets, mut get_ratios, mut scans, mut scan_ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut gets, mut scans) = (Turns::default(), Turns::default());
     for t in 0..TURNS {
         // Every other turn measures `this` first: the side measured second runs a few percent
         // faster (the CPU's caches and clock are warm).
-        let mut pair = |op: fn(&Loaded, &mut StdRng), ratios: &mut Vec<f64>| {
+        let mut pair = |op: fn(&Loaded, &mut StdRng), turns: &mut Turns| {
             let mut base_rate = || rate(turn, || op(base, &mut base_rng));
             let mut this_rate = || rate(turn, || op(this, &mut rng));
             let (base_rate, this_rate) = if t % 2 == 0 {
@@ -191,30 +202,42 @@ fn compare(base: &Loaded, this: &Loaded, budget: Duration) -> Row {
                 let this_rate = this_rate();
                 (base_rate(), this_rate)
             };
-            ratios.push(this_rate / base_rate);
-            this_rate
+            turns.ratios.push(this_rate / base_rate);
+            turns.rates.push(this_rate);
+            turns.base_rates.push(base_rate);
         };
-        gets.push(pair(Loaded::get, &mut get_ratios));
-        scans.push(pair(Loaded::scan, &mut scan_ratios));
+        pair(Loaded::get, &mut gets);
+        pair(Loaded::scan, &mut scans);
     }
-    Row {
-        gets: median(gets),
-        get_ratio: median(get_ratios),
-        scans: median(scans),
-        scan_ratio: median(scan_ratios),
-    }
+    Row { gets, scans }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+fn median(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
 
+/// Prints a row and records its two measurements (gets and scans, each against the baseline).
 fn report(deletes: u64, place: &str, row: Row) {
     println!(
         "{deletes:>7} {place:>9} {:>12.0} {:>7.2}x {:>12.0} {:>7.2}x",
-        row.gets, row.get_ratio, row.scans, row.scan_ratio
+        median(&row.gets.rates),
+        median(&row.gets.ratios),
+        median(&row.scans.rates),
+        median(&row.scans.ratios)
     );
+    for (op, turns) in [("gets", &row.gets), ("scans", &row.scans)] {
+        Measurement::new(&format!("{op}, {deletes} range deletes, {place}"), "per cpu-s", true)
+            .value(median(&turns.rates))
+            .rounds(&turns.rates)
+            .baseline("same data, no range deletes", median(&turns.base_rates), &turns.base_rates)
+            .ratio_rounds(median(&turns.ratios), &turns.ratios)
+            .label("op", op)
+            .label("deletes", deletes)
+            .label("place", place)
+            .record();
+    }
 }
 
 fn main() {
@@ -226,6 +249,14 @@ fn main() {
     let budget =
         Duration::from_secs_f64(env("RD_SECONDS").and_then(|s| s.parse().ok()).unwrap_or(1.0));
     let compact = env("RD_COMPACT").is_none_or(|v| v != "0");
+    results::parameters(&[
+        ("RD_COUNTS", counts.iter().map(u64::to_string).collect::<Vec<_>>().join(",").into()),
+        ("RD_SECONDS", budget.as_secs_f64().into()),
+        ("RD_COMPACT", u64::from(compact).into()),
+        ("turns", (TURNS as u64).into()),
+        ("live maps x entries", format!("{MAPS} x {ENTRIES_PER_MAP}").into()),
+        ("older maps x entries", format!("{OLD_MAPS} x {OLD_ENTRIES_PER_MAP}").into()),
+    ]);
     // Every row's ratio is to this database: the same data, no deletes, compacted.
     let base = load(0);
     println!(

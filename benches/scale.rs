@@ -33,6 +33,10 @@ use forst::storage::{Latency, LatencyStorage, StorageOptions, StorageRef, open_s
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "support/results.rs"]
+mod results;
+use results::Measurement;
+
 const KEY_BYTES: u64 = 16;
 const VALUE_BYTES: usize = 100;
 const BATCH: u64 = 1000;
@@ -84,6 +88,30 @@ struct Row {
 }
 
 impl Row {
+    /// The row's metrics: name, value, unit, whether higher is better.
+    fn metrics(&self) -> [(&'static str, f64, &'static str, bool); 6] {
+        [
+            ("load", self.load_per_s, "keys/s", true),
+            ("get", self.get_per_s, "gets/s", true),
+            ("multi_get", self.multi_get_per_s, "keys/s", true),
+            ("space amplification", self.space_amp, "x", false),
+            ("write amplification", self.write_amp, "x", false),
+            ("peak RSS", self.peak_rss_mib, "MiB", false),
+        ]
+    }
+
+    /// Records the row's metrics, each against `baseline`'s when given.
+    fn record(&self, engine: &str, keys: u64, baseline: Option<(&str, &Row)>) {
+        let theirs = baseline.map(|(_, row)| row.metrics());
+        for (i, (metric, value, unit, higher)) in self.metrics().into_iter().enumerate() {
+            let mut m = Measurement::new(metric, unit, higher).subject(engine).value(value);
+            if let (Some((name, _)), Some(theirs)) = (baseline, &theirs) {
+                m = m.baseline(name, theirs[i].1, &[]);
+            }
+            m.label("keys", keys).record();
+        }
+    }
+
     fn encode(&self) -> String {
         format!(
             "ROW load={} get={} multi_get={} space={} write={} rss={}",
@@ -415,9 +443,11 @@ fn read_turns(base: &str, keys: u64, reads: u64) {
         reads();
         per_s(per_turn, start)
     };
-    let (mut get_ratios, mut multi_get_ratios) = (Vec::new(), Vec::new());
+    // Per operation: ours' rates, rocksdb's rates, ours / rocksdb per turn.
+    let mut gets: [Vec<f64>; 3] = Default::default();
+    let mut multi_gets: [Vec<f64>; 3] = Default::default();
     for turn in 0..TURNS {
-        let ratio = |what: &str, ours: &dyn Fn(), rocks: &dyn Fn()| {
+        let pair = |what: &str, into: &mut [Vec<f64>; 3], ours: &dyn Fn(), rocks: &dyn Fn()| {
             let (ours, rocks) = if turn % 2 == 0 {
                 let ours = timed(ours);
                 (ours, timed(rocks))
@@ -426,26 +456,43 @@ fn read_turns(base: &str, keys: u64, reads: u64) {
                 (timed(ours), rocks)
             };
             eprintln!("turn {turn} {what}: ours {ours:.0}/s, rocksdb {rocks:.0}/s");
-            ours / rocks
+            into[0].push(ours);
+            into[1].push(rocks);
+            into[2].push(ours / rocks);
         };
         let probes = read_keys(keys, per_turn, 100 + turn);
-        get_ratios
-            .push(ratio("get", &|| ours_gets(&db, &cf, &probes), &|| rocks_gets(&rocks, &probes)));
+        pair("get", &mut gets, &|| ours_gets(&db, &cf, &probes), &|| rocks_gets(&rocks, &probes));
         let probes = read_keys(keys, per_turn, 200 + turn);
-        multi_get_ratios.push(ratio("multi_get", &|| ours_multi_gets(&db, &cf, &probes), &|| {
+        pair("multi_get", &mut multi_gets, &|| ours_multi_gets(&db, &cf, &probes), &|| {
             rocks_multi_gets(&rocks, &probes)
-        }));
+        });
     }
-    let text = |mut ratios: Vec<f64>| {
-        ratios.sort_by(f64::total_cmp);
-        let median = (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0;
-        format!("{median:.2}x ({:.2}-{:.2})", ratios[0], ratios[ratios.len() - 1])
+    let median = |values: &[f64]| {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    let text = |ratios: &[f64]| {
+        let (lo, hi) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), r| (l.min(*r), h.max(*r)));
+        format!("{:.2}x ({lo:.2}-{hi:.2})", median(ratios))
     };
     println!(
         "| {keys} | ours/rocksdb in {TURNS} turns | | {} | {} | | | | |",
-        text(get_ratios),
-        text(multi_get_ratios)
+        text(&gets[2]),
+        text(&multi_gets[2])
     );
+    for (metric, unit, [ours, rocks, ratios]) in
+        [("get", "gets/s", &gets), ("multi_get", "keys/s", &multi_gets)]
+    {
+        Measurement::new(&format!("{metric}, in turns"), unit, true)
+            .subject("ours")
+            .value(median(ours))
+            .rounds(ours)
+            .baseline("rocksdb", median(rocks), rocks)
+            .ratio_rounds(median(ratios), ratios)
+            .label("keys", keys)
+            .record();
+    }
 }
 
 /// Reads every file under `dir` once, into the page cache.
@@ -553,6 +600,16 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let engines = env_or("SCALE_ENGINES", "rocksdb rocksdb-in-budget ours ours-dfs");
+    results::parameters(&[
+        ("SCALE_KEYS", env_or("SCALE_KEYS", "1000000 4000000").into()),
+        ("SCALE_READS", env_u64("SCALE_READS", 200_000).into()),
+        ("SCALE_DFS_READS", env_u64("SCALE_DFS_READS", 20_000).into()),
+        ("SCALE_ENGINES", engines.as_str().into()),
+        ("SCALE_TURNS", env_or("SCALE_TURNS", "0").into()),
+        ("budget_mib", budget_mib.into()),
+        ("key bytes", KEY_BYTES.into()),
+        ("value bytes", (VALUE_BYTES as u64).into()),
+    ]);
     let turns = std::env::var("SCALE_TURNS").is_ok_and(|v| v == "1");
     for keys in sizes {
         if turns {
@@ -564,6 +621,9 @@ fn main() {
             .collect();
         for (name, row) in &rows {
             if let Some(r) = row {
+                if !name.starts_with("ours") {
+                    r.record(name, keys, None);
+                }
                 println!(
                     "| {keys} | {name} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:+.0} |",
                     r.load_per_s,
@@ -581,11 +641,18 @@ fn main() {
             let dynamic = name.ends_with("-dynamic");
             let baselines: &[&str] =
                 if dynamic { &["rocksdb-dynamic"] } else { &["rocksdb", "rocksdb-in-budget"] };
-            let rows = baselines.iter().filter_map(|&baseline| {
-                let row = rows.iter().find(|(n, _)| *n == baseline)?.1.as_ref()?;
-                Some((baseline, row))
-            });
+            let rows: Vec<_> = baselines
+                .iter()
+                .filter_map(|&baseline| {
+                    let row = rows.iter().find(|(n, _)| *n == baseline)?.1.as_ref()?;
+                    Some((baseline, row))
+                })
+                .collect();
+            if rows.is_empty() {
+                o.record(name, keys, None);
+            }
             for (baseline, r) in rows {
+                o.record(name, keys, Some((baseline, r)));
                 println!(
                     "| {keys} | {name}/{baseline} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x | |",
                     o.load_per_s / r.load_per_s,

@@ -19,6 +19,10 @@ use forst::storage::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+#[path = "support/results.rs"]
+mod results;
+use results::Measurement;
+
 const VALUE_PAD: usize = 92; // count (8 bytes) + padding: ~100-byte values like FLIP-423's PoC
 const BATCH: usize = 1000;
 
@@ -222,9 +226,23 @@ fn main() {
         cache.misses
     );
 
-    let medians: Vec<f64> = rates.into_iter().map(median).collect();
+    let medians: Vec<f64> = rates.iter().cloned().map(median).collect();
     println!("{:<55} {:>14} {:>10}", "row", "records/s", "vs (1)");
     for ((name, _), r) in rows.iter().zip(&medians) {
         println!("{name:<55} {r:>14.0} {:>10.2}", r / medians[0]);
+    }
+    results::parameters(&[
+        ("WC_KEYS", keys.into()),
+        ("WC_RECORDS", records.into()),
+        ("WC_LATENCY_US", (latency.as_micros() as u64).into()),
+        ("WC_ROUNDS", rounds.into()),
+        ("row (2) records per round", slow_records.into()),
+    ]);
+    for (row, ((name, _), r)) in rows.iter().zip(&medians).enumerate() {
+        let mut m = Measurement::new(name, "records/s", true).value(*r).rounds(&rates[row]);
+        if row > 0 {
+            m = m.baseline(rows[0].0, medians[0], &rates[0]);
+        }
+        m.record();
     }
 }

@@ -5,6 +5,8 @@
 # directory, on a latency-injected "DFS", and on HDFS (a MiniDFSCluster in the bench's JVM)
 # through the Flink file-system proxy.
 # Sizes: CP_KEYS (small; large = CP_SCALE x CP_KEYS), CP_ROUNDS, CP_LATENCY_US.
+# Results: bench-results/checkpoint/.
 source "$(dirname "$0")/lib/bench-classpath.sh"
 
 cargo bench --bench checkpoint
+bench_write checkpoint

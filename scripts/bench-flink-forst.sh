@@ -22,6 +22,7 @@
 # Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
 # CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), CHECKPOINT_MS (2000); CONFIGS
 # (default "local-off local-on slow-off slow-on local-cp").
+# Results: bench-results/flink-forst-<JOB>/ (records/s, CPU seconds and peak RSS per round).
 source "$(dirname "$0")/lib/bench-jvm.sh" flink-forst
 rounds=${ROUNDS:-3}
 keys=${KEYS:-1000000}
@@ -126,3 +127,17 @@ if [[ " ${configs[*]} " == *" slow-on "* && " ${configs[*]} " == *" local-off "*
     awk -v s="$(median 3 ours slow-on)" -v l="$(median 3 ours local-off)" \
         'BEGIN {printf "\nours on slowfs with the disk cache / ours on a local directory: %.2f\n", s / l}'
 fi
+
+bench_param job="$job" keys="$keys" records="$records" parallelism="$parallelism" \
+    managed_memory="$managed" cache_size="$cache_size" slow_open_us="$slow_open" \
+    slow_read_us="$slow_read" checkpoint_ms="$checkpoint_ms" rounds="$rounds"
+for config in "${configs[@]}"; do
+    labels=(--label config="$config" --label storage="${config%-*}" --label caches="${config#*-}")
+    measure_rounds "$config: records/s" records/s higher 3 "Flink's ForSt" ours "$config" -- \
+        flink "$config" -- "${labels[@]}"
+    measure_rounds "$config: CPU seconds" s lower 4 "Flink's ForSt" ours "$config" -- \
+        flink "$config" -- "${labels[@]}"
+    measure_rounds "$config: peak RSS" MiB lower 5 "Flink's ForSt" ours "$config" -- \
+        flink "$config" -- "${labels[@]}"
+done
+bench_write "flink-forst-$job"

@@ -14,7 +14,7 @@
 # Revisions alternate within each round (and reverse order every other round), so they are
 # measured under the same machine load.
 # Sizes: ROUNDS (3), PARALLELISM (2), WC_RECORDS (2000000), WC_KEYS (100000), GB_RECORDS (1000000),
-# GB_KEYS (10000).
+# GB_KEYS (10000). Results: bench-results/order/.
 source "$(dirname "$0")/lib/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
 rounds=${ROUNDS:-3}
@@ -27,7 +27,7 @@ classpath=$(cat java/target/bench-classpath.txt)
 tree_jar=$(ls java/target/forstjni-*.jar | head -1)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-order.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_scratch+=("$work")
 
 labels=()
 jars=()
@@ -98,3 +98,21 @@ for i in "${!labels[@]}"; do
         printf '%-12s %-28s %12s   %s\n' "$job" "${labels[i]}" "$median" "$(tr '\n' ' ' <<<"$values")"
     done
 done
+
+# Result file: each build's rounds per job, against the first build named when there are several.
+bench_param rounds="$rounds" parallelism="$parallelism" wc_records="${WC_RECORDS:-2000000}" \
+    wc_keys="${WC_KEYS:-100000}" gb_records="${GB_RECORDS:-1000000}" gb_keys="${GB_KEYS:-10000}" \
+    builds="${labels[*]}"
+rates() {
+    awk -v j="$1" -v l="$2" '$1 == j && $2 == l {printf "%s ", $3}' "$results"
+}
+for job in WordCountJob GroupByJob; do
+    for i in "${!labels[@]}"; do
+        baseline=()
+        ((i == 0)) || baseline=(--baseline "${labels[0]}" --baseline-rounds $(rates "$job" "${labels[0]}"))
+        # shellcheck disable=SC2046 # the rounds are numbers, one argument each
+        bench_measure --name "$job" --subject "${labels[i]}" --unit records/s --better higher \
+            --rounds $(rates "$job" "${labels[i]}") "${baseline[@]}" --label job="$job"
+    done
+done
+bench_write order

@@ -9,13 +9,16 @@
 # A revision is built from `git archive` in a temporary directory with the working tree's bench
 # file; an engine that does not count tombstones (`DbStats::range_tombstones`) prints "n/a" for
 # them. Env: RD_COUNTS, RD_SECONDS, RD_COMPACT (see the bench).
+# The working tree's run goes to bench-results/range-deletes/ (a revision's run is printed only).
 source "$(dirname "$0")/lib/env.sh"
 if (($#)); then
     sha=$(git rev-parse --verify "$1^{commit}")
     src=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-range-deletes.XXXXXX")
-    trap 'rm -rf "$src"' EXIT
+    bench_scratch+=("$src")
     git archive --format=tar "$sha" | tar -x -C "$src"
+    mkdir -p "$src/benches/support"
     cp benches/range_deletes.rs "$src/benches/"
+    cp benches/support/results.rs "$src/benches/support/"
     grep -q 'name = "range_deletes"' "$src/Cargo.toml" ||
         printf '\n[[bench]]\nname = "range_deletes"\nharness = false\n' >>"$src/Cargo.toml"
     grep -q 'range_tombstones' "$src/rust/lsm/db.rs" ||
@@ -23,7 +26,8 @@ if (($#)); then
     echo "==> $1 (${sha:0:10})"
     # own cargo target dir: another revision's libforst.so must not replace the shared one
     (cd "$src" && CARGO_TARGET_DIR=$HOME/.cache/forst-rs/target-bench-range-deletes \
-        cargo bench --bench range_deletes)
+        env -u BENCH_MEASUREMENTS cargo bench --bench range_deletes)
 fi
 echo "==> working tree"
 cargo bench --bench range_deletes
+bench_write range-deletes

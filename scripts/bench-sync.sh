@@ -7,7 +7,7 @@
 # see the same machine load), and prints each run's stage-2 records/s, the medians and the ratio
 # ours / RocksDB (> 1: ours is faster).
 # Sizes: ROUNDS (3), PARALLELISM (2), SYNC_KEYS (1000000, stage 1), SYNC_RECORDS (2000000,
-# stage 2), MANAGED_MEMORY (128m).
+# stage 2), MANAGED_MEMORY (128m). Results: bench-results/sync/.
 source "$(dirname "$0")/lib/bench-jvm.sh" sync
 rounds=${ROUNDS:-3}
 parallelism=${PARALLELISM:-2}
@@ -52,3 +52,9 @@ done
 ours=$(median 2 forst)
 theirs=$(median 2 rocksdb)
 awk -v o="$ours" -v t="$theirs" 'BEGIN {printf "ratio ours / RocksDB: %.2f\n", o / t}'
+
+bench_param keys="$keys" records="$records" parallelism="$parallelism" managed_memory="$managed" \
+    rounds="$rounds"
+measure_rounds "stage-2 records/s" records/s higher 2 "Flink's EmbeddedRocksDBStateBackend" \
+    forst -- rocksdb
+bench_write sync

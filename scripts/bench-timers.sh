@@ -9,6 +9,7 @@
 # load), and prints each run's registrations/s and firings/s, the medians and the ratios to
 # RocksDB measured in the same run (> 1: faster than RocksDB).
 # Sizes: ROUNDS (3), PARALLELISM (2), TIMERS (2000000), TIMER_KEYS (20000), MANAGED_MEMORY (128m).
+# Results: bench-results/timers/.
 source "$(dirname "$0")/lib/bench-jvm.sh" timers
 rounds=${ROUNDS:-3}
 parallelism=${PARALLELISM:-2}
@@ -51,3 +52,13 @@ for backend in "${backends[@]}"; do
         -v rr="$(median 2 rocksdb)" -v rf="$(median 3 rocksdb)" \
         'BEGIN {printf "%-10s %12s %12s %18.2f %18.2f\n", b, r, f, r / rr, f / rf}'
 done
+
+bench_param timers="$timers" keys="$keys" parallelism="$parallelism" managed_memory="$managed" \
+    rounds="$rounds"
+for backend in forst forst-heap; do
+    measure_rounds "$backend: registrations/s" timers/s higher 2 "Flink's RocksDB timers" \
+        "$backend" -- rocksdb -- --label phase=register
+    measure_rounds "$backend: firings/s" timers/s higher 3 "Flink's RocksDB timers" \
+        "$backend" -- rocksdb -- --label phase=fire
+done
+bench_write timers

@@ -23,6 +23,9 @@ if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
     export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 fi
 
+step render-charts --check
+python3 scripts/render-charts.py --check
+
 step cargo fmt
 cargo fmt --all -- --check
 

@@ -1,7 +1,8 @@
 # Sourced by the Flink-level benchmark scripts (bench-flink-forst, bench-sync, bench-timers):
 # installs what they need, builds our jar and the bench jobs once, and offers the helpers every
 # script shares. After sourcing: $java, $classpath (test class path), $jar (forstjni), $work (a
-# temporary directory removed on exit) and $results (a file of result rows, one per run).
+# temporary directory removed on exit) and $results (a file of result rows, one per run), with
+# bench_param, bench_measure and bench_write (bench-results.sh) for the result file.
 #   source scripts/lib/bench-jvm.sh <name>
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -13,19 +14,45 @@ classpath=$(cat java/target/bench-classpath.txt)
 jar=$(ls java/target/forstjni-*.jar | head -1)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-$1.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_scratch+=("$work")
 results=$work/results.txt
+
+# rounds <column> <key>...: a results column over the rows whose first fields are the keys, in the
+# order of the runs (round i of every backend is the i-th value)
+rounds() {
+    local column=$1
+    shift
+    awk -v c="$column" -v k="$*" '{
+        n = split(k, keys, " ")
+        for (i = 1; i <= n; i++) if ($i != keys[i]) next
+        print $c
+    }' "$results"
+}
 
 # median <column> <key>...: the median of a results column over the rows whose first fields are
 # the keys
 median() {
-    local column=$1 values n
-    shift
-    values=$(awk -v c="$column" -v k="$*" '{
-        n = split(k, keys, " ")
-        for (i = 1; i <= n; i++) if ($i != keys[i]) next
-        print $c
-    }' "$results" | sort -g)
+    local values n
+    values=$(rounds "$@" | sort -g)
     n=$(wc -l <<<"$values")
     sed -n "$(((n + 1) / 2))p" <<<"$values"
+}
+
+# measure_rounds <name> <unit> <higher|lower> <column> <baseline name> <our keys> -- <baseline keys>
+#   [-- <bench_measure options>]: records a column's rounds of our rows against the baseline's
+#   (skipped when a run printed no value for it)
+measure_rounds() {
+    local name=$1 unit=$2 better=$3 column=$4 baseline=$5 ours=() theirs=() extra=()
+    shift 5
+    while (($#)) && [[ $1 != -- ]]; do ours+=("$1"); shift; done
+    shift
+    while (($#)) && [[ $1 != -- ]]; do theirs+=("$1"); shift; done
+    (($#)) && shift && extra=("$@")
+    local our_rounds their_rounds
+    our_rounds=$(rounds "$column" "${ours[@]}" | tr '\n' ' ')
+    their_rounds=$(rounds "$column" "${theirs[@]}" | tr '\n' ' ')
+    [[ -n ${our_rounds// /} && -n ${their_rounds// /} ]] || return 0
+    # shellcheck disable=SC2086 # the rounds are numbers, one argument each
+    bench_measure --name "$name" --subject "${ours[0]}" --unit "$unit" --better "$better" \
+        --rounds $our_rounds --baseline "$baseline" --baseline-rounds $their_rounds "${extra[@]}"
 }

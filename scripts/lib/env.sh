@@ -1,5 +1,5 @@
-# Sourced by the benchmark scripts: installs what they need, then sets the cargo target directory
-# (the cache outside the clone) and JAVA_HOME.
+# Sourced by the benchmark scripts: installs what they need, sets the cargo target directory (the
+# cache outside the clone) and JAVA_HOME, and sets up the run's result file (bench-results.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 scripts/install-deps.sh
@@ -7,3 +7,4 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}
 if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/java-17-openjdk-amd64 ]]; then
     export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 fi
+source scripts/lib/bench-results.sh
