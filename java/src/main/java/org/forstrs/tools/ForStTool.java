@@ -18,8 +18,9 @@ import java.util.List;
  * The command line of ForSt-RS's tools, run with Flink's jars on the class path and its
  * configuration for file systems: {@code java -cp "$FLINK_HOME/lib/*" org.forstrs.tools.ForStTool
  * <command>} (the jar is in {@code lib/}). File systems are configured from {@code
- * FLINK_CONF_DIR} (else {@code $FLINK_HOME/conf}) and plugins found in {@code FLINK_PLUGINS_DIR}
- * (else {@code plugins} in the working directory), as Flink's own processes do.
+ * FLINK_CONF_DIR} (else {@code $FLINK_HOME/conf}, else {@code conf}) and plugins found in {@code
+ * FLINK_PLUGINS_DIR} (else {@code plugins}), as Flink's own processes do: run from Flink's
+ * directory, it needs no settings.
  */
 public final class ForStTool {
 
@@ -119,8 +120,8 @@ public final class ForStTool {
     private static void initializeFileSystems() {
         String home = System.getenv("FLINK_HOME");
         String confDir = System.getenv("FLINK_CONF_DIR");
-        if (confDir == null && home != null) {
-            confDir = home + "/conf";
+        if (confDir == null) {
+            confDir = home != null ? home + "/conf" : "conf";
         }
         Configuration config =
                 confDir != null && new File(confDir).isDirectory()
