@@ -5,6 +5,7 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.util.FileUtils;
 
+import org.forstrs.fs.FlinkFsBridge;
 import org.forstrs.jni.ForStNative;
 
 import org.slf4j.Logger;
@@ -15,6 +16,7 @@ import javax.annotation.Nullable;
 import java.io.File;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -23,6 +25,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * A subtask's DB directory, {@code [<job>/]op_<operator>/subtask_<i>_attempt_<n>} under the
@@ -153,6 +156,49 @@ public final class DbDirectory {
         }
     }
 
+    /**
+     * Deletes the temporary files ({@link FlinkFsBridge#TEMP_PREFIX}) under the directory of a
+     * closed or dead DB: writes its writer never published (its task manager was killed while it
+     * wrote). Where the engine serves the scheme itself (s3), an unfinished upload leaves no file.
+     */
+    private static void deleteAbandonedTemporaries(String uri, String[] nativeOptions)
+            throws IOException {
+        File local = localDirectory(uri);
+        if (local != null) {
+            try (Stream<java.nio.file.Path> files = Files.walk(local.toPath())) {
+                for (java.nio.file.Path file : (Iterable<java.nio.file.Path>) files::iterator) {
+                    if (file.getFileName().toString().startsWith(FlinkFsBridge.TEMP_PREFIX)) {
+                        Files.deleteIfExists(file);
+                    }
+                }
+            } catch (NoSuchFileException | UncheckedIOException gone) {
+                // deleted meanwhile (the JobManager removes the directory with its last file)
+            }
+            return;
+        }
+        if (ForStNative.listChildren(uri, nativeOptions) != null) {
+            return;
+        }
+        Path dir = new Path(uri);
+        deleteTemporariesUnder(dir.getFileSystem(), dir);
+    }
+
+    private static void deleteTemporariesUnder(FileSystem fs, Path dir) throws IOException {
+        FileStatus[] entries;
+        try {
+            entries = fs.listStatus(dir);
+        } catch (FileNotFoundException e) {
+            return;
+        }
+        for (FileStatus entry : entries == null ? new FileStatus[0] : entries) {
+            if (entry.isDir()) {
+                deleteTemporariesUnder(fs, entry.getPath());
+            } else if (entry.getPath().getName().startsWith(FlinkFsBridge.TEMP_PREFIX)) {
+                fs.delete(entry.getPath(), false);
+            }
+        }
+    }
+
     /** The names under a directory; none if it does not exist or cannot be listed. */
     private static List<String> children(String dirUri, String[] nativeOptions) throws IOException {
         File local = localDirectory(dirUri);
@@ -271,6 +317,10 @@ public final class DbDirectory {
             throw e;
         }
         if (kept > 0) {
+            // The engine's listings skip files still being written; a dead writer's stay there
+            // for good, and would keep the directory from ever being removed once the
+            // checkpoints' owner deleted the kept files.
+            deleteAbandonedTemporaries(uri, nativeOptions);
             LOG.info("Deleted {}, keeping the {} files that checkpoints own", uri, kept);
             return false;
         }
