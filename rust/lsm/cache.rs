@@ -10,7 +10,7 @@
 //! memtables grow and takes the room back once they are flushed, so from about 16M keys, where
 //! the partitions outgrow the block cache, reads still find them in memory, inside the budget.
 //! Data blocks stay in the block cache: they churn, and a large churning cache leaves freed
-//! blocks resident in malloc's arenas (see the README's scale benchmark).
+//! blocks resident in malloc's arenas (see the scale benchmark in docs/benchmarks.md).
 //!
 //! Memtables can instead be charged to the cache itself (`DbOptions::memtables_charged_to_cache`,
 //! as RocksDB's write buffer manager costed to the cache): the cache's capacity is then the whole

@@ -388,7 +388,7 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
      * the cache holds the whole budget and reads get what memtables do not use at the moment. Off
      * by default: a cache that large churns, and glibc's per-thread arenas keep the freed blocks
      * resident (peak RSS past the budget by 120 MiB and more at 4M keys in {@code
-     * benches/scale.rs}, within it without; see the README's scale benchmark).
+     * benches/scale.rs}, within it without; see the scale benchmark in docs/benchmarks.md).
      */
     long[] split(long budget) {
         long writeBuffers = (long) (budget * config.getWriteBufferRatio());
