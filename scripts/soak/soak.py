@@ -568,25 +568,14 @@ class Soak:
 
     def check_bucket(self):
         objects = self.settled_objects()
-        referenced = set()
-        pairs = []
-        for location in self.savepoints:
-            key = location.split(f"s3://{BUCKET}/", 1)[1].rstrip("/") + "/_metadata"
-            local = os.path.join(self.work, f"metadata-{len(pairs)}")
-            self.s3.download_file(BUCKET, key, local)
-            pairs += [local, location]
-            referenced.add(key)
+        referenced = {location.split(f"s3://{BUCKET}/", 1)[1].rstrip("/") + "/_metadata"
+                      for location in self.savepoints}
         r = subprocess.run(
-            [self.java, "-cp", f"{self.args.job_jar}:{self.classpath}", "org.forstrs.soak.MetadataFiles",
-             *pairs], capture_output=True, text=True, env={**os.environ, **self.env()})
+            [self.java, "-cp", self.classpath, "org.forstrs.tools.ForStTool", "referenced",
+             *self.savepoints], capture_output=True, text=True, env={**os.environ, **self.env()})
         if r.returncode != 0:
-            raise SystemExit(f"soak: reading the savepoint's _metadata failed:\n{r.stderr}")
-        unknown = []
-        for line in r.stdout.splitlines():
-            if line.startswith("UNKNOWN"):
-                unknown.append(line)
-            else:
-                referenced.add(re.sub(r"^s3a?://[^/]+/", "", line))
+            raise SystemExit(f"soak: reading the savepoint's _metadata failed:\n{r.stdout}{r.stderr}")
+        referenced |= {re.sub(r"^s3a?://[^/]+/", "", line) for line in r.stdout.splitlines()}
         # directory markers (empty keys ending in /) are not files
         files = {k for k, size in objects.items() if not (k.endswith("/") and size == 0)}
         leaked = sorted(files - referenced)
@@ -597,7 +586,7 @@ class Soak:
         return {"objects": len(files), "bytes": sum(objects.values()),
                 "referenced": len(referenced), "leaked": leaked[:200],
                 "leaked_count": len(leaked), "leaked_by_prefix": by_prefix,
-                "missing": sorted(referenced - files), "unknown_handles": unknown}
+                "missing": sorted(referenced - files)}
 
     def count_errors(self):
         injected = [(s - 5, e + INJECTED_GRACE_S) for _, s, e in self.events]

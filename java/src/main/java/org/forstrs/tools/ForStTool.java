@@ -13,6 +13,8 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * The command line of ForSt-RS's tools, run with Flink's jars on the class path and its
@@ -33,7 +35,9 @@ public final class ForStTool {
                     "      of the jobs in <checkpoint dir> (execution.checkpointing.dir) that no",
                     "      retained checkpoint of any job there references. Job directories",
                     "      written to within --min-age (default 1 h) are skipped: the job may",
-                    "      be running.");
+                    "      be running.",
+                    "  referenced <checkpoint or savepoint dir>...",
+                    "      Prints the files the checkpoints or savepoints reference, one a line.");
 
     private ForStTool() {}
 
@@ -58,6 +62,8 @@ public final class ForStTool {
         switch (args[0]) {
             case "gc":
                 return gc(args, out, err);
+            case "referenced":
+                return referenced(args, out, err);
             default:
                 err.println("unknown command: " + args[0] + "\n" + USAGE);
                 return 2;
@@ -114,6 +120,20 @@ public final class ForStTool {
         if (!delete && jobs.stream().anyMatch(j -> !j.unreferenced.isEmpty())) {
             out.println("nothing deleted: run again with --delete to delete the files listed");
         }
+        return 0;
+    }
+
+    private static int referenced(String[] args, PrintStream out, PrintStream err)
+            throws Exception {
+        if (args.length < 2) {
+            err.println("referenced: the checkpoint or savepoint directory is missing\n" + USAGE);
+            return 2;
+        }
+        Set<String> files = new TreeSet<>();
+        for (int i = 1; i < args.length; i++) {
+            ReferencedFiles.of(new Path(args[i])).forEach(file -> files.add(file.toString()));
+        }
+        files.forEach(out::println);
         return 0;
     }
 

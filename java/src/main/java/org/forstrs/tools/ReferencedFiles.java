@@ -21,6 +21,7 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.util.Comparator;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -34,11 +35,8 @@ public final class ReferencedFiles {
 
     private ReferencedFiles() {}
 
-    /**
-     * The files (as {@link #key}s) that the checkpoint or savepoint in {@code checkpointDir}
-     * references.
-     */
-    public static Set<String> of(Path checkpointDir) throws IOException {
+    /** The files that the checkpoint or savepoint in {@code checkpointDir} references. */
+    public static Set<Path> of(Path checkpointDir) throws IOException {
         Path metadataFile = new Path(checkpointDir, "_metadata");
         CheckpointMetadata metadata;
         try (InputStream in = metadataFile.getFileSystem().open(metadataFile)) {
@@ -48,7 +46,7 @@ public final class ReferencedFiles {
                             ReferencedFiles.class.getClassLoader(),
                             checkpointDir.toString());
         }
-        Set<String> files = new TreeSet<>();
+        Set<Path> files = new TreeSet<>(Comparator.comparing(Path::toString));
         try {
             for (OperatorState operator : metadata.getOperatorStates()) {
                 add(operator, files);
@@ -59,7 +57,7 @@ public final class ReferencedFiles {
         return files;
     }
 
-    private static void add(OperatorState operator, Set<String> files) {
+    private static void add(OperatorState operator, Set<Path> files) {
         add(operator.getCoordinatorState(), files);
         for (OperatorSubtaskState subtask : operator.getStates()) {
             subtask.getManagedOperatorState().forEach(h -> add(h, files));
@@ -83,7 +81,7 @@ public final class ReferencedFiles {
         return (authority == null ? "" : authority) + trimmed;
     }
 
-    private static void add(StateObject handle, Set<String> files) {
+    private static void add(StateObject handle, Set<Path> files) {
         if (handle == null
                 || handle instanceof ByteStreamStateHandle
                 || handle instanceof PlaceholderStreamStateHandle
@@ -108,10 +106,10 @@ public final class ReferencedFiles {
         } else if (handle instanceof AbstractChannelStateHandle) {
             add(((AbstractChannelStateHandle<?>) handle).getDelegate(), files);
         } else if (handle instanceof FileStateHandle) {
-            files.add(key(((FileStateHandle) handle).getFilePath()));
+            files.add(((FileStateHandle) handle).getFilePath());
         } else if (handle instanceof SegmentFileStateHandle) {
             // a segment of a file that Flink's file merging shares between states
-            files.add(key(((SegmentFileStateHandle) handle).getFilePath()));
+            files.add(((SegmentFileStateHandle) handle).getFilePath());
         } else {
             throw new UncheckedIOException(
                     new IOException(

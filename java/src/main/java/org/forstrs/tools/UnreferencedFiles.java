@@ -78,7 +78,8 @@ public final class UnreferencedFiles {
                         && CHECKPOINT_DIR.matcher(entry.getPath().getName()).matches()
                         && fs.exists(metadata)) {
                     job.checkpoints.add(entry.getPath());
-                    referenced.addAll(ReferencedFiles.of(entry.getPath()));
+                    ReferencedFiles.of(entry.getPath())
+                            .forEach(file -> referenced.add(ReferencedFiles.key(file)));
                 }
             }
         }

@@ -25,6 +25,7 @@ import java.nio.file.Paths;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -35,8 +36,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * under the job's {@code shared} directory (an aborted checkpoint's hand-over, a dead attempt's
  * DB directory, another backend's upload). The tool leaves a job written to within its minimum
  * age alone, lists without deleting by default, and with {@code --delete} leaves exactly the
- * files the retained checkpoint references; a job restored from that checkpoint then ends with
- * exact counts.
+ * files the retained checkpoint references ({@code referenced} lists them); a job restored from
+ * that checkpoint then ends with exact counts.
  */
 class CheckpointGcITCase {
 
@@ -92,6 +93,12 @@ class CheckpointGcITCase {
         gc(root, "--min-age", "0 s", "--delete");
         Set<Path> referenced = CheckpointFiles.referencedSstFiles(retained);
         assertThat(referenced).isNotEmpty();
+        Set<Path> listed =
+                tool("referenced", retainedUri)
+                        .lines()
+                        .map(uri -> Paths.get(URI.create(uri)).toAbsolutePath().normalize())
+                        .collect(Collectors.toSet());
+        assertThat(listed).containsAll(referenced).allMatch(Files::exists);
         assertThat(CheckpointFiles.sharedFiles(jobDir)).isEqualTo(referenced);
         assertThat(CheckpointFiles.emptySharedDirectories(jobDir)).isEmpty();
         assertThat(emptyDbDir).doesNotExist();
@@ -129,13 +136,18 @@ class CheckpointGcITCase {
         args[0] = "gc";
         args[1] = root;
         System.arraycopy(options, 0, args, 2, options.length);
+        return tool(args);
+    }
+
+    /** Runs a command of the tool; its output (it must succeed). */
+    private static String tool(String... args) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int status =
                 ForStTool.run(
                         args,
                         new PrintStream(out, true, StandardCharsets.UTF_8),
                         new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
-        assertThat(status).as("gc %s", String.join(" ", options)).isZero();
+        assertThat(status).as(String.join(" ", args)).isZero();
         return out.toString(StandardCharsets.UTF_8);
     }
 }
