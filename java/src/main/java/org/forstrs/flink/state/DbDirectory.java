@@ -171,8 +171,12 @@ public final class DbDirectory {
                         Files.deleteIfExists(file);
                     }
                 }
-            } catch (NoSuchFileException | UncheckedIOException gone) {
+            } catch (NoSuchFileException gone) {
                 // deleted meanwhile (the JobManager removes the directory with its last file)
+            } catch (UncheckedIOException e) {
+                if (!(e.getCause() instanceof NoSuchFileException)) {
+                    throw e.getCause();
+                }
             }
             return;
         }
