@@ -164,6 +164,28 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReaderScan<'l>
     .into_raw()
 }
 
+/// `static native long checkpointReaderCount(long reader, String state)`: the entries of the
+/// state a reader of the job saw (one per key; a map state's per user key).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReaderCount<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    reader: jlong,
+    state: JString<'l>,
+) -> jlong {
+    guard(&mut env, |env| {
+        let reader = READERS.get(reader)?;
+        let state = string(env, &state, "state")?;
+        let mut it = reader.iter(&state, None, None)?;
+        let mut count = 0;
+        while it.valid() {
+            count += 1;
+            it.advance()?;
+        }
+        Ok(count)
+    })
+}
+
 /// `static native String[] checkpointReaderVerify(long reader)`: one message per bad file (each
 /// naming it), none if every file and block is sound.
 #[unsafe(no_mangle)]

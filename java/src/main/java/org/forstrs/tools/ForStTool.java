@@ -33,15 +33,53 @@ public final class ForStTool {
                     "      of the jobs in <checkpoint dir> (execution.checkpointing.dir) that no",
                     "      retained checkpoint of any job there references. Job directories",
                     "      written to within --min-age (default 1 h) are skipped: the job may",
-                    "      be running.");
+                    "      be running.",
+                    "  inspect <checkpoint or savepoint dir>",
+                    "      What it holds, one line per item, each '<kind> <name> key=value...'",
+                    "      (strings with spaces JSON-quoted):",
+                    "        checkpoint <dir> checkpoint-id= operators=",
+                    "        operator <uid or id> id= name= parallelism= max-parallelism=",
+                    "            forst-subtasks= other-keyed-handles=",
+                    "        subtask <i> operator= key-groups=<first>-<last> checkpoint-id= files=",
+                    "            bytes= shared-files= shared-bytes=",
+                    "        state <name> operator= subtask= kind=value|list|map|reducing|",
+                    "            aggregating|timers|unknown type= ttl= entries= key= namespace=",
+                    "            user-key= value=   (serializers; '-' where none)",
+                    "        level <n> operator= subtask= files= bytes=",
+                    "        file <name> operator= subtask= level= bytes= entries=",
+                    "            shared=no|chk-<n>|elsewhere location=",
+                    "      shared: chk-<n> is the first earlier retained checkpoint of the job",
+                    "      that references the file too; elsewhere: the file lies outside the",
+                    "      job's directory (an earlier job's checkpoint it was restored from).",
+                    "  verify <checkpoint or savepoint dir>",
+                    "      Reads every referenced file, checks every SST block's checksum and",
+                    "      each database's manifest against its files. Lines: 'database",
+                    "      operator= subtask= ok|bad', 'bad <file>: <why>', then",
+                    "      'result=pass|fail databases= problems='. Exit status 0 pass, 1 fail.",
+                    "  diff <a> <b>",
+                    "      Files and bytes b references and a does not (added), the reverse",
+                    "      (removed) and both (shared). Lines: 'operator <uid or id>",
+                    "      added-files= added-bytes= removed-files= removed-bytes= shared-files=",
+                    "      shared-bytes=', 'added|removed <file> bytes= operator=', then 'total",
+                    "      ...' as the operator lines.",
+                    "  dump <dir> --operator <uid|id|name> --state <name> [--key <text>]",
+                    "      [--key-prefix <text>] [--json]",
+                    "      The state's entries decoded with the checkpoint's serializers, by",
+                    "      subtask in key order; --key/--key-prefix match the key's text (a",
+                    "      string key as itself, others as JSON). Text: tab-separated",
+                    "      subtask= key-group= key= namespace= user-key= value= (JSON values;",
+                    "      user-key '-' unless a map). --json: one object per line with",
+                    "      subtask, keyGroup, key, namespace, userKey (maps), value. Bytes no",
+                    "      serializer decodes are shown as {\"raw\":\"<hex>\"}.",
+                    "Exit status: 0 done, 1 failed, 2 wrong usage.");
 
     private ForStTool() {}
 
     public static void main(String[] args) {
         int status;
         try {
-            initializeFileSystems();
-            status = run(args, System.out, System.err);
+            Configuration config = initializeFileSystems();
+            status = run(args, System.out, System.err, config);
         } catch (Exception e) {
             System.err.println("ForStTool failed: " + e);
             status = 1;
@@ -51,6 +89,16 @@ public final class ForStTool {
 
     /** Runs a command; its exit status: 0 done, 1 failed, 2 wrong usage. */
     public static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
+        return run(args, out, err, new Configuration());
+    }
+
+    /**
+     * Runs a command with Flink's configuration {@code config} (its {@code s3.*} keys reach the
+     * native reader of {@code inspect}, {@code verify} and {@code dump}); its exit status: 0
+     * done, 1 failed, 2 wrong usage.
+     */
+    public static int run(String[] args, PrintStream out, PrintStream err, Configuration config)
+            throws Exception {
         if (args.length == 0) {
             err.println(USAGE);
             return 2;
@@ -58,6 +106,14 @@ public final class ForStTool {
         switch (args[0]) {
             case "gc":
                 return gc(args, out, err);
+            case "inspect":
+                return Inspect.run(args, out, err, config);
+            case "verify":
+                return Verify.run(args, out, err, config);
+            case "diff":
+                return Diff.run(args, out, err);
+            case "dump":
+                return Dump.run(args, out, err, config);
             default:
                 err.println("unknown command: " + args[0] + "\n" + USAGE);
                 return 2;
@@ -117,7 +173,7 @@ public final class ForStTool {
         return 0;
     }
 
-    private static void initializeFileSystems() {
+    private static Configuration initializeFileSystems() {
         String home = System.getenv("FLINK_HOME");
         String confDir = System.getenv("FLINK_CONF_DIR");
         if (confDir == null) {
@@ -128,5 +184,6 @@ public final class ForStTool {
                         ? GlobalConfiguration.loadConfiguration(confDir)
                         : new Configuration();
         FileSystem.initialize(config, PluginUtils.createPluginManagerFromRootFolder(config));
+        return config;
     }
 }
