@@ -49,7 +49,7 @@ public final class CheckpointContents {
                     || selector.equals(state.getOperatorName().orElse(null));
         }
 
-        /** Keyed state handles of kinds other than ForSt-RS's native one (a canonical savepoint). */
+        /** Keyed state handles of other kinds than ForSt-RS's native one (canonical savepoints). */
         public long otherKeyedHandles() {
             long count = 0;
             for (OperatorSubtaskState subtask : state.getStates()) {
@@ -83,7 +83,8 @@ public final class CheckpointContents {
                 for (KeyedStateHandle handle : e.getValue().getManagedKeyedState()) {
                     if (handle instanceof IncrementalRemoteKeyedStateHandle) {
                         subtasks.add(
-                                new Subtask(e.getKey(), (IncrementalRemoteKeyedStateHandle) handle));
+                                new Subtask(
+                                        e.getKey(), (IncrementalRemoteKeyedStateHandle) handle));
                     }
                 }
             }
@@ -123,6 +124,7 @@ public final class CheckpointContents {
 
     /** Opens a subtask's database read-only; the caller closes it. */
     public SubtaskReader open(Operator operator, Subtask subtask) throws IOException {
-        return SubtaskReader.open(subtask.handle(), operator.state().getMaxParallelism(), nativeOptions);
+        return SubtaskReader.open(
+                subtask.handle(), operator.state().getMaxParallelism(), nativeOptions);
     }
 }

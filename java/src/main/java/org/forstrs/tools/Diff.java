@@ -19,7 +19,8 @@ final class Diff {
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         if (args.length != 3 || args[1].startsWith("--") || args[2].startsWith("--")) {
-            err.println("diff: expected two checkpoint or savepoint directories\n" + ForStTool.USAGE);
+            err.println(
+                    "diff: expected two checkpoint or savepoint directories\n" + ForStTool.USAGE);
             return 2;
         }
         Map<String, Map<String, Long>> a = perOperator(ReferencedFiles.load(new Path(args[1])));
@@ -39,7 +40,10 @@ final class Diff {
                         counts[at]++;
                         counts[at + 1] += size;
                         if (at == 0) {
-                            files.append(String.format("added %s bytes=%d operator=%s%n", file, size, operator));
+                            files.append(
+                                    String.format(
+                                            "added %s bytes=%d operator=%s%n",
+                                            file, size, operator));
                         }
                     });
             before.forEach(
@@ -47,7 +51,10 @@ final class Diff {
                         if (!after.containsKey(file)) {
                             counts[2]++;
                             counts[3] += size;
-                            files.append(String.format("removed %s bytes=%d operator=%s%n", file, size, operator));
+                            files.append(
+                                    String.format(
+                                            "removed %s bytes=%d operator=%s%n",
+                                            file, size, operator));
                         }
                     });
             out.println("operator " + operator + " " + line(counts));

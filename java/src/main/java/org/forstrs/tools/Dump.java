@@ -36,7 +36,8 @@ final class Dump {
                 case "--json" -> json = true;
                 default -> {
                     if (dir != null || args[i].startsWith("--")) {
-                        err.println("dump: unexpected argument " + args[i] + "\n" + ForStTool.USAGE);
+                        err.println(
+                                "dump: unexpected argument " + args[i] + "\n" + ForStTool.USAGE);
                         return 2;
                     }
                     dir = args[i];

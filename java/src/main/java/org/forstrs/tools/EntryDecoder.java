@@ -48,7 +48,8 @@ public final class EntryDecoder {
 
     public Entry decode(byte[] key, byte[] value) {
         int keyGroup = CompositeKeySerializationUtils.extractKeyGroup(prefixBytes, key);
-        DataInputDeserializer in = new DataInputDeserializer(key, prefixBytes, key.length - prefixBytes);
+        DataInputDeserializer in =
+                new DataInputDeserializer(key, prefixBytes, key.length - prefixBytes);
         Object decodedKey;
         String keyJson;
         String keyText;
@@ -93,7 +94,9 @@ public final class EntryDecoder {
                 if (bytes.length > 0 && bytes[0] != 0) {
                     return "null";
                 }
-                return decodeAll(state.value, Arrays.copyOfRange(bytes, Math.min(1, bytes.length), bytes.length));
+                byte[] userValue =
+                        Arrays.copyOfRange(bytes, Math.min(1, bytes.length), bytes.length);
+                return decodeAll(state.value, userValue);
             default:
                 return decodeAll(state.value, bytes);
         }

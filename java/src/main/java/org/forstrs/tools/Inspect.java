@@ -30,7 +30,8 @@ final class Inspect {
     static int run(String[] args, PrintStream out, PrintStream err, Configuration config)
             throws Exception {
         if (args.length != 2 || args[1].startsWith("--")) {
-            err.println("inspect: expected one checkpoint or savepoint directory\n" + ForStTool.USAGE);
+            err.println(
+                    "inspect: expected one checkpoint or savepoint directory\n" + ForStTool.USAGE);
             return 2;
         }
         Path dir = new Path(args[1]);
@@ -122,7 +123,10 @@ final class Inspect {
             out.printf(
                     "state %s operator=%s subtask=%d kind=unknown type=- ttl=false entries=%d"
                             + " key=- namespace=- user-key=- value=-%n",
-                    JsonText.string(family), operator.label(), subtask.index(), reader.count(family));
+                    JsonText.string(family),
+                    operator.label(),
+                    subtask.index(),
+                    reader.count(family));
         }
         Map<Integer, long[]> levels = new TreeMap<>();
         for (SubtaskReader.FileInfo file : files) {

@@ -62,7 +62,8 @@ public final class JsonText {
             TtlValue<?> ttl = (TtlValue<?>) value;
             out.append("{\"value\":");
             write(ttl.getUserValue(), out);
-            out.append(",\"lastAccessTimestamp\":").append(ttl.getLastAccessTimestamp()).append('}');
+            out.append(",\"lastAccessTimestamp\":");
+            out.append(ttl.getLastAccessTimestamp()).append('}');
         } else if (value instanceof Row) {
             row((Row) value, out);
         } else if (value instanceof Tuple) {

@@ -2,8 +2,8 @@ package org.forstrs.tools;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.state.AbstractChannelStateHandle;
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
@@ -29,7 +29,8 @@ final class Verify {
     static int run(String[] args, PrintStream out, PrintStream err, Configuration config)
             throws Exception {
         if (args.length != 2 || args[1].startsWith("--")) {
-            err.println("verify: expected one checkpoint or savepoint directory\n" + ForStTool.USAGE);
+            err.println(
+                    "verify: expected one checkpoint or savepoint directory\n" + ForStTool.USAGE);
             return 2;
         }
         Path dir = new Path(args[1]);
@@ -71,10 +72,13 @@ final class Verify {
     }
 
     private static String describe(IncrementalRemoteKeyedStateHandle handle) {
-        return "checkpoint " + handle.getCheckpointId() + " of backend " + handle.getBackendIdentifier();
+        return "checkpoint "
+                + handle.getCheckpointId()
+                + " of backend "
+                + handle.getBackendIdentifier();
     }
 
-    /** Reads every stream of a subtask's state except the ForSt-RS SSTs (the engine checks those). */
+    /** Reads every stream of a subtask's state but ForSt-RS's SSTs (the engine checks those). */
     private static void readOtherState(OperatorSubtaskState subtask, List<String> problems) {
         List<StateObject> handles = new ArrayList<>();
         subtask.getManagedOperatorState().forEach(handles::add);
@@ -97,7 +101,8 @@ final class Verify {
     private static List<StreamStateHandle> streams(StateObject handle) {
         List<StreamStateHandle> streams = new ArrayList<>();
         if (handle instanceof IncrementalRemoteKeyedStateHandle) {
-            IncrementalRemoteKeyedStateHandle incremental = (IncrementalRemoteKeyedStateHandle) handle;
+            IncrementalRemoteKeyedStateHandle incremental =
+                    (IncrementalRemoteKeyedStateHandle) handle;
             streams.add(incremental.getMetaDataStateHandle());
             for (HandleAndLocalPath file : incremental.getPrivateState()) {
                 streams.add(file.getHandle());
@@ -106,8 +111,8 @@ final class Verify {
             streams.add(((KeyGroupsStateHandle) handle).getDelegateStateHandle());
         } else if (handle instanceof OperatorStreamStateHandle) {
             streams.add(((OperatorStreamStateHandle) handle).getDelegateStateHandle());
-        } else if (handle instanceof org.apache.flink.runtime.state.AbstractChannelStateHandle) {
-            streams.add(((org.apache.flink.runtime.state.AbstractChannelStateHandle<?>) handle).getDelegate());
+        } else if (handle instanceof AbstractChannelStateHandle) {
+            streams.add(((AbstractChannelStateHandle<?>) handle).getDelegate());
         } else if (handle instanceof StreamStateHandle) {
             streams.add((StreamStateHandle) handle);
         }

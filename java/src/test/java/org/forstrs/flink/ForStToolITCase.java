@@ -134,8 +134,8 @@ class ForStToolITCase {
         job.getJobExecutionResult().handle((result, failure) -> null).get();
 
         Map<String, String> before = contents(jobDir);
-        Set<String> referenced = new TreeSet<>(ReferencedFiles.of(new org.apache.flink.core.fs.Path(a)));
-        referenced.addAll(ReferencedFiles.of(new org.apache.flink.core.fs.Path(b)));
+        Set<String> referenced = new TreeSet<>(ReferencedFiles.of(flinkPath(a)));
+        referenced.addAll(ReferencedFiles.of(flinkPath(b)));
         assertThat(before.keySet()).containsAll(referenced);
 
         checkInspectAndDump(toolConfig, a, RECORDS / 2);
@@ -192,7 +192,9 @@ class ForStToolITCase {
                     e.getKey().startsWith("v1-") || e.getKey().equals("last")
                             ? ToolStateJob.V1_UID
                             : ToolStateJob.V2_UID;
-            Result dump = tool(toolConfig, "dump", checkpoint, "--operator", operator, "--state", e.getKey());
+            Result dump =
+                    tool(toolConfig, "dump", checkpoint, "--operator", operator, "--state",
+                            e.getKey());
             assertThat(dump.status).as(dump.err).isZero();
             List<String> seen = new ArrayList<>();
             for (String line : dump.out.split("\n")) {
@@ -201,9 +203,16 @@ class ForStToolITCase {
                     int eq = column.indexOf('=');
                     columns.put(column.substring(0, eq), column.substring(eq + 1));
                 }
-                seen.add(columns.get("key") + "|" + columns.get("user-key") + "|" + columns.get("value"));
+                seen.add(
+                        columns.get("key")
+                                + "|"
+                                + columns.get("user-key")
+                                + "|"
+                                + columns.get("value"));
             }
-            assertThat(ToolStateJob.sorted(seen)).as("dump of %s", e.getKey()).isEqualTo(e.getValue());
+            assertThat(ToolStateJob.sorted(seen))
+                    .as("dump of %s", e.getKey())
+                    .isEqualTo(e.getValue());
         }
         Result one =
                 tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V2_UID,
@@ -219,8 +228,8 @@ class ForStToolITCase {
     }
 
     private static void checkDiff(Configuration toolConfig, String a, String b) throws Exception {
-        Set<String> before = ReferencedFiles.of(new org.apache.flink.core.fs.Path(a));
-        Set<String> after = ReferencedFiles.of(new org.apache.flink.core.fs.Path(b));
+        Set<String> before = ReferencedFiles.of(flinkPath(a));
+        Set<String> after = ReferencedFiles.of(flinkPath(b));
         Result diff = tool(toolConfig, "diff", a, b);
         assertThat(diff.status).isZero();
         Set<String> added = new TreeSet<>();
@@ -251,7 +260,9 @@ class ForStToolITCase {
     /** The location of the largest SST `inspect` lists. */
     private static String largestSst(String checkpoint) throws Exception {
         Result inspect = tool(new Configuration(), "inspect", checkpoint);
-        Matcher file = Pattern.compile("(?m)^file \\S+ .* bytes=(\\d+) .* location=(\\S+)$").matcher(inspect.out);
+        Matcher file =
+                Pattern.compile("(?m)^file \\S+ .* bytes=(\\d+) .* location=(\\S+)$")
+                        .matcher(inspect.out);
         String largest = null;
         long size = -1;
         while (file.find()) {
@@ -271,7 +282,9 @@ class ForStToolITCase {
      */
     private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
         long newest =
-                CheckpointFiles.latestCompleted(jobDir).map(CheckpointFiles::checkpointId).orElse(0L);
+                CheckpointFiles.latestCompleted(jobDir)
+                        .map(CheckpointFiles::checkpointId)
+                        .orElse(0L);
         Await.until(
                 "a checkpoint after " + newest,
                 () ->
@@ -306,8 +319,14 @@ class ForStToolITCase {
             } catch (java.io.FileNotFoundException e) {
                 continue; // the JobManager discarding a subsumed checkpoint meanwhile
             }
-            files.put(ReferencedFiles.key(child.getPath()), HexFormat.of().formatHex(digest.digest()));
+            files.put(
+                    ReferencedFiles.key(child.getPath()),
+                    HexFormat.of().formatHex(digest.digest()));
         }
+    }
+
+    private static org.apache.flink.core.fs.Path flinkPath(String uri) {
+        return new org.apache.flink.core.fs.Path(uri);
     }
 
     private record Result(int status, String out, String err) {}
