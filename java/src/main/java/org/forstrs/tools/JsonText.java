@@ -1,6 +1,7 @@
 package org.forstrs.tools;
 
 import org.apache.flink.api.java.tuple.Tuple;
+import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.ttl.TtlValue;
 import org.apache.flink.types.Row;
 
@@ -19,7 +20,8 @@ import java.util.Set;
  * booleans as themselves; lists, arrays and tuples as arrays; maps with string keys as objects,
  * other maps as arrays of {@code [key, value]}; a {@link Row} with field names as an object,
  * without as an array; a TTL value as {@code {"value":...,"lastAccessTimestamp":...}}; a POJO as
- * an object of its fields; raw bytes as {@code {"raw":"<hex>"}}; anything else as its string.
+ * an object of its fields; the default namespace as {@code "VoidNamespace"}; raw bytes as
+ * {@code {"raw":"<hex>"}}; anything else as its string.
  */
 public final class JsonText {
 
@@ -80,6 +82,8 @@ public final class JsonText {
             array(((Collection<?>) value).iterator(), out);
         } else if (value instanceof Object[]) {
             array(java.util.Arrays.asList((Object[]) value).iterator(), out);
+        } else if (value instanceof VoidNamespace) {
+            string("VoidNamespace", out);
         } else if (value instanceof Enum) {
             string(((Enum<?>) value).name(), out);
         } else if (!pojo(value, out)) {

@@ -167,8 +167,8 @@ class ForStToolITCase {
                         .matcher(inspect.out);
         Map<String, String> kinds = new HashMap<>();
         while (state.find()) {
-            if (state.group(3).equals("timers")) {
-                continue; // the V1 operator's timer queues (empty)
+            if (state.group(3).equals("timers") || state.group(1).equals("ttl-last")) {
+                continue; // the V1 operator's timer queues (empty); the TTL state, below
             }
             entries.merge(state.group(1), Long.parseLong(state.group(4)), Long::sum);
             kinds.put(state.group(1), state.group(3));
@@ -183,6 +183,18 @@ class ForStToolITCase {
                 .containsEntry("last", "value")
                 .containsEntry("v1-seen", "list")
                 .containsEntry("v1-map", "map");
+        assertThat(inspect.out)
+                .containsPattern("state \"ttl-last\" operator=v1-state subtask=0 kind=value"
+                        + " type=KEY_VALUE ttl=true ")
+                .doesNotContainPattern("state \"(count|last|seen|by-mod)\" .* ttl=true");
+        Result ttl =
+                tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V1_UID,
+                        "--state", "ttl-last", "--key", "k7", "--json");
+        assertThat(ttl.out.strip())
+                .matches("\\{\"subtask\":\\d,\"keyGroup\":\\d+,\"key\":\"k7\","
+                        + "\"namespace\":\"VoidNamespace\",\"value\":\\{\"value\":"
+                        + (n - ToolStateJob.KEYS + 7)
+                        + ",\"lastAccessTimestamp\":\\d+\\}\\}");
         assertThat(inspect.out)
                 .contains("operator " + ToolStateJob.V2_UID, "operator " + ToolStateJob.V1_UID)
                 .contains("type=KEY_VALUE_V2", "type=KEY_VALUE ");

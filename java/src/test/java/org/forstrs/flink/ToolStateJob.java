@@ -2,6 +2,7 @@ package org.forstrs.flink;
 
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -12,6 +13,7 @@ import org.apache.flink.util.Collector;
 
 import org.forstrs.tools.JsonText;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -21,8 +23,9 @@ import java.util.TreeMap;
  * The job {@code ForStToolITCase} looks at: numbers {@code 0..n-1} from one source subtask,
  * keyed by {@code "k" + i % KEYS} into an operator with State V2 ({@code count}, list {@code
  * seen}, map {@code by-mod}) and one with State V1 (POJO value {@code last}, list {@code
- * v1-seen}, map {@code v1-map}). {@link #expected} is what each state holds after the first
- * {@code n} numbers, rendered as the tool renders it.
+ * v1-seen}, map {@code v1-map}, and a value with a TTL, {@code ttl-last}). {@link #expected} is
+ * what each state but {@code ttl-last} (whose values carry the time of their last write) holds
+ * after the first {@code n} numbers, rendered as the tool renders it.
  */
 final class ToolStateJob {
 
@@ -156,6 +159,7 @@ final class ToolStateJob {
         private transient org.apache.flink.api.common.state.ValueState<Point> last;
         private transient org.apache.flink.api.common.state.ListState<Long> seen;
         private transient org.apache.flink.api.common.state.MapState<Long, String> map;
+        private transient org.apache.flink.api.common.state.ValueState<Long> ttlLast;
 
         @Override
         public void open(OpenContext openContext) {
@@ -171,6 +175,9 @@ final class ToolStateJob {
                     getRuntimeContext()
                             .getMapState(
                                     new MapStateDescriptor<>("v1-map", Types.LONG, Types.STRING));
+            ValueStateDescriptor<Long> ttl = new ValueStateDescriptor<>("ttl-last", Types.LONG);
+            ttl.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofDays(1)).build());
+            ttlLast = getRuntimeContext().getState(ttl);
         }
 
         @Override
@@ -178,6 +185,7 @@ final class ToolStateJob {
             last.update(new Point(i));
             seen.add(i);
             map.put(i % 4, "x" + i);
+            ttlLast.update(i);
         }
     }
 }
