@@ -11,6 +11,7 @@ import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
 import org.apache.flink.core.plugin.PluginManager;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
+import org.forstrs.fs.HdfsCluster;
 import org.forstrs.tools.ForStTool;
 import org.forstrs.tools.ReferencedFiles;
 
@@ -48,9 +49,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * decoded entries equal what the job wrote, {@code verify} passes, {@code diff} equals the
  * difference of the files each checkpoint references, and nothing under the job's checkpoint
  * directory changes or appears. Locally also: {@code verify} fails naming the file after one
- * byte of an SST is flipped and after an SST is deleted. On a local directory and on the S3
- * test server (checkpoints through Flink's native S3 file system, read by the engine's S3
- * store).
+ * byte of an SST is flipped and after an SST is deleted. On a local directory, on the S3 test
+ * server (checkpoints through Flink's native S3 file system, read by the engine's S3 store) and
+ * on HDFS (a MiniDFSCluster, read through the Flink file-system proxy).
  */
 class ForStToolITCase {
 
@@ -103,6 +104,16 @@ class ForStToolITCase {
             runJob(config, root + "/checkpoints", config);
         } finally {
             FileSystem.initialize(new Configuration(), null);
+        }
+    }
+
+    @Test
+    void toolsSeeExactlyWhatTheJobWroteOnHdfs(@TempDir Path hdfsDir) throws Exception {
+        try (HdfsCluster hdfs = HdfsCluster.start(hdfsDir, 1)) {
+            String checkpoints = hdfs.uri("/checkpoints-" + UUID.randomUUID());
+            Configuration config = CountingJob.config(checkpoints, checkpoints);
+            config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+            runJob(config, checkpoints, new Configuration());
         }
     }
 
