@@ -12,7 +12,8 @@ import java.util.List;
 /**
  * {@code ForStTool dump}: the entries of one state of one operator, decoded with the
  * checkpoint's serializers ({@link EntryDecoder}), subtask by subtask in key order, as text or
- * JSON lines (see {@link ForStTool#USAGE}).
+ * JSON lines (see {@link ForStTool#USAGE}). {@code --key} of a string, long or int key reads
+ * only that key's entries ({@link KeyPrefix}); other filters scan the state.
  */
 final class Dump {
 
@@ -73,7 +74,22 @@ final class Dump {
                                 StateDescription.of(snapshot),
                                 keySerializer,
                                 reader.keyGroupPrefixBytes());
-                Iterator<byte[][]> entries = reader.scan(stateName).iterator();
+                KeyPrefix.Range range =
+                        key == null
+                                ? null
+                                : KeyPrefix.of(
+                                        key,
+                                        keySerializer,
+                                        operator.state().getMaxParallelism(),
+                                        reader.keyGroupPrefixBytes());
+                if (range != null
+                        && !subtask.handle().getKeyGroupRange().contains(range.keyGroup())) {
+                    continue;
+                }
+                Iterator<byte[][]> entries =
+                        range == null
+                                ? reader.scan(stateName).iterator()
+                                : reader.scan(stateName, range.from(), range.to()).iterator();
                 while (entries.hasNext()) {
                     byte[][] raw = entries.next();
                     EntryDecoder.Entry entry = decoder.decode(raw[0], raw[1]);

@@ -167,8 +167,16 @@ public final class SubtaskReader implements AutoCloseable {
 
     /** Every entry of {@code state} in key order, raw: key and value as the backend wrote them. */
     public Stream<byte[][]> scan(String state) {
+        return scan(state, null, null);
+    }
+
+    /**
+     * The entries of {@code state} from key {@code from} (inclusive; null: the first) to {@code
+     * to} (exclusive; null: the last), in key order, raw.
+     */
+    public Stream<byte[][]> scan(String state, byte[] from, byte[] to) {
         return Stream.iterate(
-                        ForStNative.checkpointReaderScan(handle, state, null, null, SCAN_CHUNK),
+                        ForStNative.checkpointReaderScan(handle, state, from, to, SCAN_CHUNK),
                         chunk -> chunk != null,
                         chunk ->
                                 chunk.length < 2 * SCAN_CHUNK
@@ -177,7 +185,7 @@ public final class SubtaskReader implements AutoCloseable {
                                                 handle,
                                                 state,
                                                 successor(chunk[chunk.length - 2]),
-                                                null,
+                                                to,
                                                 SCAN_CHUNK))
                 .flatMap(
                         chunk -> {
