@@ -139,6 +139,7 @@ fn reads_a_checkpoint_in_place_exactly_and_writes_nothing() {
     let files = all.files();
     assert!(files.iter().map(|f| f.level).max().unwrap() > 0, "files on one level: {files:?}");
     assert_eq!(files.len(), names.len());
+    assert!(files.iter().all(|f| f.family.as_deref().is_some_and(|n| FAMILIES.contains(&n))));
     let on_disk: u64 = before.values().map(|(len, _, _)| len).sum();
     assert_eq!(files.iter().map(|f| f.size).sum::<u64>(), on_disk);
     assert_eq!(all.families().len(), FAMILIES.len());

@@ -19,7 +19,7 @@ use crate::storage::{StorageRef, open_storage};
 static READERS: Registry<CheckpointReader> = Registry::new("checkpoint reader");
 
 /// Columns of each row of `checkpointReaderFiles`.
-pub const FILE_COLUMNS: usize = 5;
+pub const FILE_COLUMNS: usize = 6;
 
 /// `static native long openCheckpointReader(String[] options, byte[] manifest, String[]
 /// fileNames, String[] fileUris, int keyGroupStart, int keyGroupEnd, int keyGroupPrefixBytes)`:
@@ -101,7 +101,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReaderFamilies
 }
 
 /// `static native String[] checkpointReaderFiles(long reader)`: [`FILE_COLUMNS`] strings per
-/// file: level, name, location, size, entries.
+/// file: level, name, location, size, entries, state (empty if its keys are in no family).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReaderFiles<'l>(
     mut env: JNIEnv<'l>,
@@ -118,6 +118,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReaderFiles<'l
                 f.location,
                 f.size.to_string(),
                 f.entries.to_string(),
+                f.family.unwrap_or_default(),
             ]);
         }
         string_array(env, &rows)

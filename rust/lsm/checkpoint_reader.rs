@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::lsm::cache::BlockCache;
-use crate::lsm::column_family::ColumnFamilyId;
+use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::FragmentedTombstones;
@@ -37,6 +37,8 @@ pub struct FileInfo {
     pub size: u64,
     /// Entries the file holds (all versions, deletes and merges; not what a reader sees).
     pub entries: u64,
+    /// The column family (state) whose keys it holds: a file never holds two.
+    pub family: Option<String>,
 }
 
 /// A checkpointed database opened read-only (see the module's comment).
@@ -98,12 +100,15 @@ impl CheckpointReader {
         for (level, tables) in self.version.levels.iter().enumerate().take(NUM_LEVELS) {
             for table in tables {
                 let (storage, name) = table.stored_at();
+                let id = family_of(table.smallest());
+                let family = self.families.iter().find(|(_, f)| Some(*f) == id);
                 files.push(FileInfo {
                     level,
                     name: table.path.clone(),
                     location: format!("{}/{name}", storage.url()),
                     size: table.size,
                     entries: table.props().entries,
+                    family: family.map(|(name, _)| name.clone()),
                 });
             }
         }

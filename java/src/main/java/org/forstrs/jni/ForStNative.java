@@ -287,7 +287,10 @@ public final class ForStNative {
     /** The names of the reader's column families (one per state). */
     public static native String[] checkpointReaderFamilies(long reader);
 
-    /** Five strings per file of the reader's tree: level, name, location URI, bytes, entries. */
+    /**
+     * Six strings per file of the reader's tree: level, name, location URI, bytes, entries, and
+     * the state (column family) whose keys it holds.
+     */
     public static native String[] checkpointReaderFiles(long reader);
 
     /**

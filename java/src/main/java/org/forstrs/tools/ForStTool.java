@@ -43,10 +43,10 @@ public final class ForStTool {
                     "        subtask <i> operator= key-groups=<first>-<last> checkpoint-id= files=",
                     "            bytes= shared-files= shared-bytes=",
                     "        state <name> operator= subtask= kind=value|list|map|reducing|",
-                    "            aggregating|timers|unknown type= ttl= entries= key= namespace=",
-                    "            user-key= value=   (serializers; '-' where none)",
+                    "            aggregating|timers|unknown type= ttl= entries= files= bytes= key=",
+                    "            namespace= user-key= value=   (serializers; '-' where none)",
                     "        level <n> operator= subtask= files= bytes=",
-                    "        file <name> operator= subtask= level= bytes= entries=",
+                    "        file <name> operator= subtask= state= level= bytes= entries=",
                     "            shared=no|chk-<n>|elsewhere location=",
                     "      shared: chk-<n> is the first earlier retained checkpoint of the job",
                     "      that references the file too; elsewhere: the file lies outside the",
@@ -60,8 +60,9 @@ public final class ForStTool {
                     "      Files and bytes b references and a does not (added), the reverse",
                     "      (removed) and both (shared). Lines: 'operator <uid or id>",
                     "      added-files= added-bytes= removed-files= removed-bytes= shared-files=",
-                    "      shared-bytes=', 'added|removed <file> bytes= operator=', then 'total",
-                    "      ...' as the operator lines.",
+                    "      shared-bytes=', the same per ForSt-RS state as 'state <name>",
+                    "      operator= added-files= ...' (SSTs only), 'added|removed <file> bytes=",
+                    "      operator=', then 'total ...' as the operator lines.",
                     "  dump <dir> --operator <uid|id|name> --state <name> [--key <text>]",
                     "      [--key-prefix <text>] [--json]",
                     "      The state's entries decoded with the checkpoint's serializers, by",
@@ -111,7 +112,7 @@ public final class ForStTool {
             case "verify":
                 return Verify.run(args, out, err, config);
             case "diff":
-                return Diff.run(args, out, err);
+                return Diff.run(args, out, err, config);
             case "dump":
                 return Dump.run(args, out, err, config);
             default:

@@ -101,12 +101,18 @@ final class Inspect {
         TypeSerializer<?> keySerializer = keySerializer(reader);
         Map<String, StateMetaInfoSnapshot> states = reader.states();
         Set<String> families = new java.util.TreeSet<>(reader.families());
+        Map<String, long[]> perState = new TreeMap<>();
+        for (SubtaskReader.FileInfo file : files) {
+            long[] counts = perState.computeIfAbsent(file.state(), s -> new long[2]);
+            counts[0]++;
+            counts[1] += file.bytes();
+        }
         for (StateMetaInfoSnapshot snapshot : states.values()) {
             StateDescription state = StateDescription.of(snapshot);
             boolean stored = families.remove(state.name);
             out.printf(
-                    "state %s operator=%s subtask=%d kind=%s type=%s ttl=%s entries=%s key=%s"
-                            + " namespace=%s user-key=%s value=%s%n",
+                    "state %s operator=%s subtask=%d kind=%s type=%s ttl=%s entries=%s files=%d"
+                            + " bytes=%d key=%s namespace=%s user-key=%s value=%s%n",
                     JsonText.string(state.name),
                     operator.label(),
                     subtask.index(),
@@ -114,6 +120,8 @@ final class Inspect {
                     state.backendType,
                     state.ttl,
                     stored ? Long.toString(reader.count(state.name)) : "-",
+                    perState.getOrDefault(state.name, new long[2])[0],
+                    perState.getOrDefault(state.name, new long[2])[1],
                     StateDescription.describe(keySerializer),
                     StateDescription.describe(state.namespace),
                     StateDescription.describe(state.userKey),
@@ -122,11 +130,13 @@ final class Inspect {
         for (String family : families) {
             out.printf(
                     "state %s operator=%s subtask=%d kind=unknown type=- ttl=false entries=%d"
-                            + " key=- namespace=- user-key=- value=-%n",
+                            + " files=%d bytes=%d key=- namespace=- user-key=- value=-%n",
                     JsonText.string(family),
                     operator.label(),
                     subtask.index(),
-                    reader.count(family));
+                    reader.count(family),
+                    perState.getOrDefault(family, new long[2])[0],
+                    perState.getOrDefault(family, new long[2])[1]);
         }
         Map<Integer, long[]> levels = new TreeMap<>();
         for (SubtaskReader.FileInfo file : files) {
@@ -142,11 +152,12 @@ final class Inspect {
         for (int i = 0; i < files.size(); i++) {
             SubtaskReader.FileInfo file = files.get(i);
             out.printf(
-                    "file %s operator=%s subtask=%d level=%d bytes=%d entries=%d shared=%s"
-                            + " location=%s%n",
+                    "file %s operator=%s subtask=%d state=%s level=%d bytes=%d entries=%d"
+                            + " shared=%s location=%s%n",
                     file.name(),
                     operator.label(),
                     subtask.index(),
+                    JsonText.string(file.state()),
                     file.level(),
                     file.bytes(),
                     file.entries(),

@@ -36,7 +36,8 @@ public final class SubtaskReader implements AutoCloseable {
     private static final int SCAN_CHUNK = 4096;
 
     /** One file of the database's tree. */
-    public record FileInfo(int level, String name, String location, long bytes, long entries) {}
+    public record FileInfo(
+            int level, String name, String location, long bytes, long entries, String state) {}
 
     private final long handle;
     private final KeyedBackendSerializationProxy<?> meta;
@@ -148,14 +149,15 @@ public final class SubtaskReader implements AutoCloseable {
     public List<FileInfo> files() {
         String[] rows = ForStNative.checkpointReaderFiles(handle);
         List<FileInfo> files = new ArrayList<>();
-        for (int i = 0; i + 4 < rows.length; i += 5) {
+        for (int i = 0; i + 5 < rows.length; i += 6) {
             files.add(
                     new FileInfo(
                             Integer.parseInt(rows[i]),
                             rows[i + 1],
                             rows[i + 2],
                             Long.parseLong(rows[i + 3]),
-                            Long.parseLong(rows[i + 4])));
+                            Long.parseLong(rows[i + 4]),
+                            rows[i + 5]));
         }
         return files;
     }

@@ -272,12 +272,58 @@ class ForStToolITCase {
         Set<String> shared = new TreeSet<>(before);
         shared.retainAll(after);
         assertThat(added).isEqualTo(expectedAdded);
+        // Per state: the SSTs inspect lists under that state in each checkpoint.
+        Map<String, String> sstsA = sstStates(toolConfig, a);
+        Map<String, String> sstsB = sstStates(toolConfig, b);
+        Map<String, long[]> perState = new TreeMap<>();
+        sstsB.forEach(
+                (file, state) ->
+                        perState.computeIfAbsent(state, s -> new long[3])[
+                                        sstsA.containsKey(file) ? 2 : 0]++);
+        sstsA.forEach(
+                (file, state) -> {
+                    if (!sstsB.containsKey(file)) {
+                        perState.computeIfAbsent(state, s -> new long[3])[1]++;
+                    }
+                });
+        assertThat(perState.keySet()).contains("\"count\" operator=" + ToolStateJob.V2_UID);
+        perState.forEach(
+                (state, counts) -> {
+                    String head = "state " + state + " added-files=" + counts[0];
+                    assertThat(diff.out)
+                            .containsPattern(
+                                    Pattern.quote(head)
+                                            + " \\S+ removed-files="
+                                            + counts[1]
+                                            + " \\S+ shared-files="
+                                            + counts[2]
+                                            + " ");
+                });
         assertThat(removed).isEqualTo(expectedRemoved);
         assertThat(diff.out)
                 .contains(
                         "total added-files=" + expectedAdded.size() + " ",
                         "removed-files=" + expectedRemoved.size() + " ",
                         "shared-files=" + shared.size() + " ");
+    }
+
+    /** Each SST `inspect` lists (as a file key) with its state line's head. */
+    private static Map<String, String> sstStates(Configuration toolConfig, String checkpoint)
+            throws Exception {
+        Result inspect = tool(toolConfig, "inspect", checkpoint);
+        Matcher file =
+                Pattern.compile(
+                                "(?m)^file \\S+ operator=(\\S+) subtask=\\d+ state=(\"[^\"]*\")"
+                                        + " .* location=(\\S+)$")
+                        .matcher(inspect.out);
+        Map<String, String> files = new TreeMap<>();
+        while (file.find()) {
+            files.put(
+                    ReferencedFiles.key(flinkPath(file.group(3))),
+                    file.group(2) + " operator=" + file.group(1));
+        }
+        assertThat(files).as(inspect.out).isNotEmpty();
+        return files;
     }
 
     /** The location of the largest SST `inspect` lists. */

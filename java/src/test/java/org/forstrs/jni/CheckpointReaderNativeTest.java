@@ -71,9 +71,10 @@ class CheckpointReaderNativeTest {
             assertThat(ForStNative.checkpointReaderFamilies(reader)).containsExactly("state");
             assertThat(ForStNative.checkpointReaderCount(reader, "state")).isEqualTo(300);
             String[] files = ForStNative.checkpointReaderFiles(reader);
-            assertThat(files).hasSize(5);
+            assertThat(files).hasSize(6);
             assertThat(files[1]).isEqualTo(names[0]);
             assertThat(files[2]).endsWith("/" + names[0]);
+            assertThat(files[5]).isEqualTo("state");
             assertThat(ForStNative.checkpointReaderVerify(reader)).isEmpty();
 
             byte[][] first = ForStNative.checkpointReaderScan(reader, "state", null, null, 7);
