@@ -12,6 +12,7 @@
 
 pub mod buffers;
 pub mod build_info;
+pub mod checkpoint_reader;
 pub mod checkpoints;
 #[cfg(test)]
 mod file_transfer_tests;

@@ -2,21 +2,23 @@
 //! version of each key visible at its snapshot, applies deletes, range tombstones and merges, and
 //! stays inside [lower, upper). It holds its super version, so the files it reads stay alive.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::Result;
 use crate::lsm::column_family::{
-    CF_PREFIX_LEN, ColumnFamily, family_range, prefix_successor, prefixed_key,
+    CF_PREFIX_LEN, ColumnFamily, ColumnFamilyId, family_range, prefix_successor, prefixed_key,
 };
-use crate::lsm::db_state::{DbInner, SuperVersion, read_view};
+use crate::lsm::db_state::{DbInner, read_view};
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
 use crate::lsm::key::SeqNo;
-use crate::lsm::range_tombstone::TombstoneCursor;
+use crate::lsm::range_tombstone::{FragmentedTombstones, TombstoneCursor};
 use crate::lsm::resolve::VersionResolver;
+use crate::lsm::version::Version;
 
 pub struct DbIterator {
     merged: MergingIterator,
@@ -28,7 +30,24 @@ pub struct DbIterator {
     upper: Bytes,
     /// Current entry, key without the column-family prefix.
     current: Option<(Bytes, Bytes)>,
-    _pinned: Arc<SuperVersion>,
+    _pinned: Arc<dyn Any + Send + Sync>,
+}
+
+/// What an iterator reads besides a version's files.
+struct Parts {
+    children: Vec<Box<dyn InternalIterator>>,
+    memtable_tombstones: Vec<Arc<FragmentedTombstones>>,
+    snapshot: SeqNo,
+    lower: Bytes,
+    upper: Bytes,
+}
+
+/// The prefixed bounds of [start, end) in family `cf`: inclusive lower, exclusive upper.
+fn prefixed_bounds(cf: ColumnFamilyId, start: Option<&[u8]>, end: Option<&[u8]>) -> (Bytes, Bytes) {
+    let (family_start, family_end) = family_range(cf);
+    let lower = start.map_or(family_start, |s| prefixed_key(cf, s));
+    let upper = end.map_or(family_end, |e| prefixed_key(cf, e));
+    (lower, upper)
 }
 
 impl DbIterator {
@@ -41,12 +60,44 @@ impl DbIterator {
     ) -> Result<Self> {
         db.check_open()?;
         let (snapshot, sv) = read_view(db);
-        let (family_start, family_end) = family_range(cf.id());
-        let lower = start.map_or(family_start, |s| prefixed_key(cf.id(), s));
-        let upper = end.map_or(family_end, |e| prefixed_key(cf.id(), e));
+        let (lower, upper) = prefixed_bounds(cf.id(), start, end);
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
         children.extend(sv.frozen.iter().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>));
-        let version = &sv.version;
+        let active = Arc::new(sv.mem.tombstones_in(&lower, &upper, snapshot));
+        let frozen = sv.frozen.iter().map(|m| m.frozen_tombstones().clone());
+        let memtable_tombstones = std::iter::once(active).chain(frozen).collect();
+        let version = sv.version.clone();
+        let parts = Parts { children, memtable_tombstones, snapshot, lower, upper };
+        Self::assemble(parts, &version, sv)
+    }
+
+    /// Iterates keys of family `cf` in [start, end) of `version` alone, with no memtables: a
+    /// checkpoint's files read where they are (`CheckpointReader`). Every entry is visible.
+    pub(crate) fn over_version(
+        version: Arc<Version>,
+        cf: ColumnFamilyId,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<Self> {
+        let (lower, upper) = prefixed_bounds(cf, start, end);
+        let parts = Parts {
+            children: Vec::new(),
+            memtable_tombstones: Vec::new(),
+            snapshot: SeqNo::MAX,
+            lower,
+            upper,
+        };
+        Self::assemble(parts, &version.clone(), version)
+    }
+
+    /// Adds the files of `version` over [lower, upper) and its range deletes to `parts`, and
+    /// positions at the first key; `pinned` keeps what the iterator reads alive.
+    fn assemble(
+        parts: Parts,
+        version: &Version,
+        pinned: Arc<dyn Any + Send + Sync>,
+    ) -> Result<Self> {
+        let Parts { mut children, memtable_tombstones, snapshot, lower, upper } = parts;
         let in_range = |f: &&Arc<crate::lsm::version::TableFile>| {
             f.smallest() < upper.as_ref() && !f.ends_before(&lower)
         };
@@ -59,10 +110,8 @@ impl DbIterator {
                 children.push(Box::new(LevelIterator::new(files, 0)));
             }
         }
-        let active = Arc::new(sv.mem.tombstones_in(&lower, &upper, snapshot));
-        let frozen = sv.frozen.iter().map(|m| m.frozen_tombstones().clone());
-        let tombstones = std::iter::once(active)
-            .chain(frozen)
+        let tombstones = memtable_tombstones
+            .into_iter()
             .chain(std::iter::once(version.tombstones.clone()))
             .filter(|t| !t.overlapping_range(&lower, &upper).is_empty())
             .map(TombstoneCursor::new)
@@ -74,7 +123,7 @@ impl DbIterator {
             lower,
             upper,
             current: None,
-            _pinned: sv,
+            _pinned: pinned,
         };
         it.seek_to_first()?;
         Ok(it)

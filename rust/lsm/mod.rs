@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod cache;
 pub mod checkpoint;
+pub mod checkpoint_reader;
 mod collapse;
 pub mod column_family;
 mod compaction;
@@ -48,6 +49,7 @@ mod writer_lock;
 
 pub use batch::WriteBatch;
 pub use checkpoint::Checkpoint;
+pub use checkpoint_reader::CheckpointReader;
 pub use column_family::ColumnFamily;
 pub use db::Db;
 pub use db_iterator::DbIterator;

@@ -96,9 +96,10 @@ pub struct KeyGroupLayout {
 }
 
 /// A file of a source going into the new database, its bounds already clipped.
-struct Planned {
-    record: FileRecord,
-    source: (StorageRef, String),
+pub(crate) struct Planned {
+    pub record: FileRecord,
+    /// The storage that holds the file and its path there.
+    pub source: (StorageRef, String),
 }
 
 /// Builds a database at `storage` (which must hold none) from `sources`, keeping `layout.range`,
@@ -120,6 +121,40 @@ pub fn restore(
             storage.url()
         )));
     }
+    let plan = plan(sources, &layout)?;
+    let session = random_session()?;
+    let holders: HashMap<String, StorageRef> =
+        plan.files.iter().map(|p| (p.source.0.url().to_string(), p.source.0.clone())).collect();
+    let files = block_on(place(&storage, plan.files, session))?;
+    let data = ManifestData {
+        last_seq: plan.last_seq,
+        next_file_number: files.len() as u64 + 1,
+        column_families: plan.families,
+        tombstones: Arc::new(FragmentedTombstones::new(plan.tombstones)),
+        files: order_levels(files)?,
+        released: previous.released,
+        hand_overs: previous.hand_overs,
+    };
+    block_on(manifest::write_manifest(storage.as_ref(), previous_manifest + 1, &data))?;
+    Db::open_resolving(storage, options, &|url| match holders.get(url) {
+        Some(holder) => Ok(holder.clone()),
+        None => open_storage(url, &StorageOptions::default()),
+    })
+}
+
+/// What a database built from some checkpoints holds, before any file is placed: every kept
+/// file of the sources (bounds clipped to the layout's range, where it lies now), the combined
+/// families, range deletions and last sequence number. Reads nothing but the manifests given.
+pub(crate) struct Plan {
+    pub families: Vec<(String, ColumnFamilyId)>,
+    pub last_seq: u64,
+    pub tombstones: Vec<RangeTombstone>,
+    pub files: Vec<Planned>,
+}
+
+/// Plans the database `restore` builds (and a `CheckpointReader` reads) from `sources`.
+pub(crate) fn plan(sources: Vec<RestoreSource>, layout: &KeyGroupLayout) -> Result<Plan> {
+    validate(layout)?;
     let mut families = BTreeMap::new();
     let mut last_seq = 0;
     let mut tombstones = Vec::new();
@@ -145,29 +180,12 @@ pub fn restore(
                     record.path
                 ))
             })?;
-            if let Some(file) = plan_file(record, source_file, visible, &layout)? {
+            if let Some(file) = plan_file(record, source_file, visible, layout)? {
                 planned.push(file);
             }
         }
     }
-    let session = random_session()?;
-    let holders: HashMap<String, StorageRef> =
-        planned.iter().map(|p| (p.source.0.url().to_string(), p.source.0.clone())).collect();
-    let files = block_on(place(&storage, planned, session))?;
-    let data = ManifestData {
-        last_seq,
-        next_file_number: files.len() as u64 + 1,
-        column_families: families.into_iter().collect(),
-        tombstones: Arc::new(FragmentedTombstones::new(tombstones)),
-        files: order_levels(files)?,
-        released: previous.released,
-        hand_overs: previous.hand_overs,
-    };
-    block_on(manifest::write_manifest(storage.as_ref(), previous_manifest + 1, &data))?;
-    Db::open_resolving(storage, options, &|url| match holders.get(url) {
-        Some(holder) => Ok(holder.clone()),
-        None => open_storage(url, &StorageOptions::default()),
-    })
+    Ok(Plan { families: families.into_iter().collect(), last_seq, tombstones, files: planned })
 }
 
 fn validate(layout: &KeyGroupLayout) -> Result<()> {
@@ -285,7 +303,7 @@ async fn place(
 
 /// Level 0 keeps each source's order (sources never share a key); deeper levels are sorted by
 /// smallest visible key and must stay disjoint.
-fn order_levels(files: Vec<FileRecord>) -> Result<Vec<FileRecord>> {
+pub(crate) fn order_levels(files: Vec<FileRecord>) -> Result<Vec<FileRecord>> {
     let mut levels: Vec<Vec<FileRecord>> = (0..NUM_LEVELS).map(|_| Vec::new()).collect();
     for file in files {
         let level = file.level as usize;

@@ -79,6 +79,16 @@ impl LocalStorage {
     /// Storage rooted at the absolute directory `root`, created if missing. `fsync` makes every
     /// publish durable (file data, then the directory entry); off only for throwaway benchmarks.
     pub fn new(root: impl AsRef<Path>, fsync: bool) -> Result<Self> {
+        let storage = Self::existing(root, fsync)?;
+        let (root, url) = (&storage.inner.root, &storage.inner.url);
+        std::fs::create_dir_all(root)
+            .map_err(|e| Error::from_io(url, "cannot create directory", e))?;
+        Ok(storage)
+    }
+
+    /// Storage rooted at the absolute directory `root`, which is not created: reads of a missing
+    /// directory fail as reads of missing files do.
+    pub fn existing(root: impl AsRef<Path>, fsync: bool) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let url = format!("file://{}", root.display()).trim_end_matches('/').to_string();
         if !root.is_absolute() {
@@ -87,8 +97,6 @@ impl LocalStorage {
                 root.display()
             )));
         }
-        std::fs::create_dir_all(&root)
-            .map_err(|e| Error::from_io(&url, "cannot create directory", e))?;
         Ok(Self { inner: Arc::new(Inner { root, url, fsync, handles: Mutex::default() }) })
     }
 

@@ -33,6 +33,9 @@ pub struct StorageOptions {
     pub cache_size_limit: u64,
     /// Bytes the disk cache leaves free on its disk; 0: none.
     pub cache_reserve: u64,
+    /// Open without creating anything (a local directory that is missing stays missing and its
+    /// reads fail): for reading checkpoints in place.
+    pub read_only: bool,
 }
 
 /// Implementation behind `file://`; both kept so they can be compared on the same workload.
@@ -55,6 +58,7 @@ impl Default for StorageOptions {
             cache_dir: None,
             cache_size_limit: 0,
             cache_reserve: 0,
+            read_only: false,
         }
     }
 }
@@ -271,6 +275,9 @@ fn open_native(url: &str, options: &StorageOptions) -> Result<StorageRef> {
 
 fn open_local(dir: &str, options: &StorageOptions) -> Result<StorageRef> {
     let dir = std::path::Path::new(dir);
+    if options.read_only {
+        return Ok(Arc::new(LocalStorage::existing(dir, options.local_fsync)?));
+    }
     if options.local_backend == LocalBackend::Std {
         return Ok(Arc::new(LocalStorage::new(dir, options.local_fsync)?));
     }

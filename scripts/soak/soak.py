@@ -575,7 +575,8 @@ class Soak:
              *self.savepoints], capture_output=True, text=True, env={**os.environ, **self.env()})
         if r.returncode != 0:
             raise SystemExit(f"soak: reading the savepoint's _metadata failed:\n{r.stdout}{r.stderr}")
-        referenced |= {re.sub(r"^s3a?://[^/]+/", "", line) for line in r.stdout.splitlines()}
+        # authority (the bucket) and path
+        referenced |= {line.split("/", 1)[1] for line in r.stdout.splitlines()}
         # directory markers (empty keys ending in /) are not files
         files = {k for k, size in objects.items() if not (k.endswith("/") and size == 0)}
         leaked = sorted(files - referenced)

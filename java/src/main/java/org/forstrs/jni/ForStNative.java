@@ -262,6 +262,59 @@ public final class ForStNative {
             int keyGroupPrefixBytes);
 
     /**
+     * Opens one checkpointed database read-only, its files where they are (for the tools that
+     * look inside checkpoints): nothing is created, locked, copied or written, no disk cache is
+     * used. Close with {@link #closeCheckpointReader}.
+     *
+     * @param options storage keys only ({@code s3.*}, {@code fs.force-proxy}), or null
+     * @param manifest the checkpoint's manifest, as {@link #checkpointManifest} returned it
+     * @param fileNames the names the manifest gives the checkpoint's SSTs
+     * @param fileUris where each of those files is (same order)
+     * @param keyGroupStart first key group of the checkpointed database
+     * @param keyGroupEnd its last key group (inclusive)
+     * @param keyGroupPrefixBytes bytes of key-group prefix at the start of every key (1 or 2)
+     * @return a reader handle
+     */
+    public static native long openCheckpointReader(
+            String[] options,
+            byte[] manifest,
+            String[] fileNames,
+            String[] fileUris,
+            int keyGroupStart,
+            int keyGroupEnd,
+            int keyGroupPrefixBytes);
+
+    /** The names of the reader's column families (one per state). */
+    public static native String[] checkpointReaderFamilies(long reader);
+
+    /**
+     * Six strings per file of the reader's tree: level, name, location URI, bytes, entries, and
+     * the state (column family) whose keys it holds.
+     */
+    public static native String[] checkpointReaderFiles(long reader);
+
+    /**
+     * Up to {@code max} entries of {@code state} from key {@code from} (inclusive; null: the
+     * first) to {@code to} (exclusive; null: the last), as {@code key, value, key, value...}
+     * (keys as the backend wrote them: key-group prefix, key, namespace, user key). Fewer than
+     * {@code max} entries: the range is done.
+     */
+    public static native byte[][] checkpointReaderScan(
+            long reader, String state, byte[] from, byte[] to, int max);
+
+    /** How many entries {@code state} holds (one per key, a map state's one per user key). */
+    public static native long checkpointReaderCount(long reader, String state);
+
+    /**
+     * Reads every file and block of the reader's tree, checking sizes and checksums; one message
+     * per bad file (naming it), none if all is sound.
+     */
+    public static native String[] checkpointReaderVerify(long reader);
+
+    /** Closes a reader from {@link #openCheckpointReader}. */
+    public static native void closeCheckpointReader(long reader);
+
+    /**
      * Starts writing the file {@code name} under {@code dirUri} (restore puts checkpointed bytes
      * that are not files, e.g. the JobManager's, next to the new database this way). Nothing is
      * visible under {@code name} before {@link #fileFinish}.

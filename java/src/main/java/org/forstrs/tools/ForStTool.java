@@ -37,15 +37,55 @@ public final class ForStTool {
                     "      written to within --min-age (default 1 h) are skipped: the job may",
                     "      be running.",
                     "  referenced <checkpoint or savepoint dir>...",
-                    "      Prints the files the checkpoints or savepoints reference, one a line.");
+                    "      The files the checkpoints or savepoints reference, one a line, as",
+                    "      authority and path (the scheme left out: s3 and s3a name one file).",
+                    "  inspect <checkpoint or savepoint dir>",
+                    "      What it holds, one line per item, each '<kind> <name> key=value...'",
+                    "      (strings with spaces JSON-quoted):",
+                    "        checkpoint <dir> checkpoint-id= operators=",
+                    "        operator <uid or id> id= name= parallelism= max-parallelism=",
+                    "            forst-subtasks= other-keyed-handles=",
+                    "        subtask <i> operator= key-groups=<first>-<last> checkpoint-id= files=",
+                    "            bytes= shared-files= shared-bytes=",
+                    "        state <name> operator= subtask= kind=value|list|map|reducing|",
+                    "            aggregating|timers|unknown type= ttl= entries= files= bytes= key=",
+                    "            namespace= user-key= value=   (serializers; '-' where none)",
+                    "        level <n> operator= subtask= files= bytes=",
+                    "        file <name> operator= subtask= state= level= bytes= entries=",
+                    "            shared=no|chk-<n>|elsewhere location=",
+                    "      shared: chk-<n> is the first earlier retained checkpoint of the job",
+                    "      that references the file too; elsewhere: the file lies outside the",
+                    "      job's directory (an earlier job's checkpoint it was restored from).",
+                    "  verify <checkpoint or savepoint dir>",
+                    "      Reads every referenced file, checks every SST block's checksum and",
+                    "      each database's manifest against its files. Lines: 'database",
+                    "      operator= subtask= ok|bad', 'bad <file>: <why>', then",
+                    "      'result=pass|fail databases= problems='. Exit status 0 pass, 1 fail.",
+                    "  diff <a> <b>",
+                    "      Files and bytes b references and a does not (added), the reverse",
+                    "      (removed) and both (shared). Lines: 'operator <uid or id>",
+                    "      added-files= added-bytes= removed-files= removed-bytes= shared-files=",
+                    "      shared-bytes=', the same per ForSt-RS state as 'state <name>",
+                    "      operator= added-files= ...' (SSTs only), 'added|removed <file> bytes=",
+                    "      operator=', then 'total ...' as the operator lines.",
+                    "  dump <dir> --operator <uid|id|name> --state <name> [--key <text>]",
+                    "      [--key-prefix <text>] [--json]",
+                    "      The state's entries decoded with the checkpoint's serializers, by",
+                    "      subtask in key order; --key/--key-prefix match the key's text (a",
+                    "      string key as itself, others as JSON). Text: tab-separated",
+                    "      subtask= key-group= key= namespace= user-key= value= (JSON values;",
+                    "      user-key '-' unless a map). --json: one object per line with",
+                    "      subtask, keyGroup, key, namespace, userKey (maps), value. Bytes no",
+                    "      serializer decodes are shown as {\"raw\":\"<hex>\"}.",
+                    "Exit status: 0 done, 1 failed, 2 wrong usage.");
 
     private ForStTool() {}
 
     public static void main(String[] args) {
         int status;
         try {
-            initializeFileSystems();
-            status = run(args, System.out, System.err);
+            Configuration config = initializeFileSystems();
+            status = run(args, System.out, System.err, config);
         } catch (Exception e) {
             System.err.println("ForStTool failed: " + e);
             status = 1;
@@ -55,6 +95,16 @@ public final class ForStTool {
 
     /** Runs a command; its exit status: 0 done, 1 failed, 2 wrong usage. */
     public static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
+        return run(args, out, err, new Configuration());
+    }
+
+    /**
+     * Runs a command with Flink's configuration {@code config} (its {@code s3.*} keys reach the
+     * native reader of {@code inspect}, {@code verify} and {@code dump}); its exit status: 0
+     * done, 1 failed, 2 wrong usage.
+     */
+    public static int run(String[] args, PrintStream out, PrintStream err, Configuration config)
+            throws Exception {
         if (args.length == 0) {
             err.println(USAGE);
             return 2;
@@ -64,6 +114,14 @@ public final class ForStTool {
                 return gc(args, out, err);
             case "referenced":
                 return referenced(args, out, err);
+            case "inspect":
+                return Inspect.run(args, out, err, config);
+            case "verify":
+                return Verify.run(args, out, err, config);
+            case "diff":
+                return Diff.run(args, out, err, config);
+            case "dump":
+                return Dump.run(args, out, err, config);
             default:
                 err.println("unknown command: " + args[0] + "\n" + USAGE);
                 return 2;
@@ -131,13 +189,13 @@ public final class ForStTool {
         }
         Set<String> files = new TreeSet<>();
         for (int i = 1; i < args.length; i++) {
-            ReferencedFiles.of(new Path(args[i])).forEach(file -> files.add(file.toString()));
+            files.addAll(ReferencedFiles.of(new Path(args[i])));
         }
         files.forEach(out::println);
         return 0;
     }
 
-    private static void initializeFileSystems() {
+    private static Configuration initializeFileSystems() {
         String home = System.getenv("FLINK_HOME");
         String confDir = System.getenv("FLINK_CONF_DIR");
         if (confDir == null) {
@@ -148,5 +206,6 @@ public final class ForStTool {
                         ? GlobalConfiguration.loadConfiguration(confDir)
                         : new Configuration();
         FileSystem.initialize(config, PluginUtils.createPluginManagerFromRootFolder(config));
+        return config;
     }
 }

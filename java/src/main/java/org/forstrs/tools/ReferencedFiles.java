@@ -21,8 +21,9 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.util.Comparator;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -35,29 +36,44 @@ public final class ReferencedFiles {
 
     private ReferencedFiles() {}
 
-    /** The files that the checkpoint or savepoint in {@code checkpointDir} references. */
-    public static Set<Path> of(Path checkpointDir) throws IOException {
-        Path metadataFile = new Path(checkpointDir, "_metadata");
-        CheckpointMetadata metadata;
-        try (InputStream in = metadataFile.getFileSystem().open(metadataFile)) {
-            metadata =
-                    Checkpoints.loadCheckpointMetadata(
-                            new DataInputStream(in),
-                            ReferencedFiles.class.getClassLoader(),
-                            checkpointDir.toString());
+    /**
+     * The files (as {@link #key}s) that the checkpoint or savepoint in {@code checkpointDir}
+     * references.
+     */
+    public static Set<String> of(Path checkpointDir) throws IOException {
+        Map<String, Long> files = new TreeMap<>();
+        for (OperatorState operator : load(checkpointDir).getOperatorStates()) {
+            files.putAll(withSizes(operator));
         }
-        Set<Path> files = new TreeSet<>(Comparator.comparing(Path::toString));
+        return new TreeSet<>(files.keySet());
+    }
+
+    /** The {@code _metadata} of the checkpoint or savepoint in {@code checkpointDir}. */
+    public static CheckpointMetadata load(Path checkpointDir) throws IOException {
+        Path metadataFile = new Path(checkpointDir, "_metadata");
+        try (InputStream in = metadataFile.getFileSystem().open(metadataFile)) {
+            return Checkpoints.loadCheckpointMetadata(
+                    new DataInputStream(in),
+                    ReferencedFiles.class.getClassLoader(),
+                    checkpointDir.toString());
+        }
+    }
+
+    /**
+     * The files (as {@link #key}s) one operator's state references, each with its size in bytes
+     * (as its handle says; a segment of a merged file counts its segment).
+     */
+    public static Map<String, Long> withSizes(OperatorState operator) throws IOException {
+        Map<String, Long> files = new TreeMap<>();
         try {
-            for (OperatorState operator : metadata.getOperatorStates()) {
-                add(operator, files);
-            }
+            add(operator, files);
         } catch (UncheckedIOException e) {
             throw e.getCause();
         }
         return files;
     }
 
-    private static void add(OperatorState operator, Set<Path> files) {
+    private static void add(OperatorState operator, Map<String, Long> files) {
         add(operator.getCoordinatorState(), files);
         for (OperatorSubtaskState subtask : operator.getStates()) {
             subtask.getManagedOperatorState().forEach(h -> add(h, files));
@@ -81,7 +97,7 @@ public final class ReferencedFiles {
         return (authority == null ? "" : authority) + trimmed;
     }
 
-    private static void add(StateObject handle, Set<Path> files) {
+    private static void add(StateObject handle, Map<String, Long> files) {
         if (handle == null
                 || handle instanceof ByteStreamStateHandle
                 || handle instanceof PlaceholderStreamStateHandle
@@ -106,10 +122,12 @@ public final class ReferencedFiles {
         } else if (handle instanceof AbstractChannelStateHandle) {
             add(((AbstractChannelStateHandle<?>) handle).getDelegate(), files);
         } else if (handle instanceof FileStateHandle) {
-            files.add(((FileStateHandle) handle).getFilePath());
+            FileStateHandle file = (FileStateHandle) handle;
+            files.merge(key(file.getFilePath()), file.getStateSize(), Math::max);
         } else if (handle instanceof SegmentFileStateHandle) {
             // a segment of a file that Flink's file merging shares between states
-            files.add(((SegmentFileStateHandle) handle).getFilePath());
+            SegmentFileStateHandle segment = (SegmentFileStateHandle) handle;
+            files.merge(key(segment.getFilePath()), segment.getStateSize(), Long::sum);
         } else {
             throw new UncheckedIOException(
                     new IOException(

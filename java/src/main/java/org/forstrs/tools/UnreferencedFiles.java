@@ -78,8 +78,7 @@ public final class UnreferencedFiles {
                         && CHECKPOINT_DIR.matcher(entry.getPath().getName()).matches()
                         && fs.exists(metadata)) {
                     job.checkpoints.add(entry.getPath());
-                    ReferencedFiles.of(entry.getPath())
-                            .forEach(file -> referenced.add(ReferencedFiles.key(file)));
+                    referenced.addAll(ReferencedFiles.of(entry.getPath()));
                 }
             }
         }

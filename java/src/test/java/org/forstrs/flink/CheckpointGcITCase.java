@@ -96,7 +96,7 @@ class CheckpointGcITCase {
         Set<Path> listed =
                 tool("referenced", retainedUri)
                         .lines()
-                        .map(uri -> Paths.get(URI.create(uri)).toAbsolutePath().normalize())
+                        .map(path -> Paths.get(path).toAbsolutePath().normalize())
                         .collect(Collectors.toSet());
         assertThat(listed).containsAll(referenced).allMatch(Files::exists);
         assertThat(CheckpointFiles.sharedFiles(jobDir)).isEqualTo(referenced);

@@ -1,0 +1,424 @@
+package org.forstrs.flink;
+
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.fs.FileStatus;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.plugin.DefaultPluginManager;
+import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
+import org.apache.flink.core.plugin.PluginManager;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+import org.forstrs.fs.HdfsCluster;
+import org.forstrs.tools.ForStTool;
+import org.forstrs.tools.ReferencedFiles;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code ForStTool inspect}, {@code verify}, {@code diff} and {@code dump} on two retained
+ * checkpoints of a job with State V1 and V2 (value, list, map; a POJO value) on ForSt-RS, taken
+ * while the input is held at known points (half the numbers, then all): entry counts and
+ * decoded entries equal what the job wrote, {@code verify} passes, {@code diff} equals the
+ * difference of the files each checkpoint references, and nothing under the job's checkpoint
+ * directory changes or appears. Locally also: {@code verify} fails naming the file after one
+ * byte of an SST is flipped and after an SST is deleted. On a local directory, on the S3 test
+ * server (checkpoints through Flink's native S3 file system, read by the engine's S3 store) and
+ * on HDFS (a MiniDFSCluster, read through the Flink file-system proxy).
+ */
+class ForStToolITCase {
+
+    @RegisterExtension static final S3TestServer S3 = new S3TestServer();
+
+    private static final long RECORDS = 2_000;
+
+    @Test
+    void toolsSeeExactlyWhatTheJobWroteOnALocalDirectory(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        Configuration config = CountingJob.config(primary, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        Checkpoints taken = runJob(config, checkpoints.toUri().toString(), new Configuration());
+
+        String sst = largestSst(taken.b);
+        Path file = Paths.get(URI.create(sst));
+        byte[] original = Files.readAllBytes(file);
+        byte[] flipped = original.clone();
+        flipped[10] ^= 0x40;
+        Files.write(file, flipped);
+        Result damaged = tool(new Configuration(), "verify", taken.b);
+        assertThat(damaged.status).isEqualTo(1);
+        assertThat(damaged.out).contains("result=fail", file.getFileName().toString(), "checksum");
+        Files.write(file, original);
+        assertThat(tool(new Configuration(), "verify", taken.b).status).isZero();
+
+        Path aside = file.resolveSibling(file.getFileName() + ".aside");
+        Files.move(file, aside);
+        Result missing = tool(new Configuration(), "verify", taken.b);
+        assertThat(missing.status).isEqualTo(1);
+        assertThat(missing.out).contains("result=fail", file.getFileName().toString());
+        Files.move(aside, file);
+        assertThat(tool(new Configuration(), "verify", taken.b).status).isZero();
+    }
+
+    @Test
+    void toolsSeeExactlyWhatTheJobWroteOnS3() throws Exception {
+        String run = "tool-s3-" + UUID.randomUUID();
+        String root = "s3://" + S3.bucket() + "/" + run;
+        Configuration config = CountingJob.config(root + "/working", root + "/checkpoints");
+        config.setString("s3.endpoint", S3.endpoint());
+        config.setString("s3.region", "us-east-1");
+        config.setString("s3.access-key", "flink-access-key");
+        config.setString("s3.secret-key", "flink-secret-key");
+        config.setString("s3.path-style-access", "true");
+        config.setString("s3.chunked-encoding.enabled", "false");
+        config.setString("s3.checksum-validation.enabled", "false");
+        FileSystem.initialize(config, flinkPlugins(config));
+        try {
+            runJob(config, root + "/checkpoints", config);
+        } finally {
+            FileSystem.initialize(new Configuration(), null);
+        }
+    }
+
+    @Test
+    void toolsSeeExactlyWhatTheJobWroteOnHdfs(@TempDir Path hdfsDir) throws Exception {
+        try (HdfsCluster hdfs = HdfsCluster.start(hdfsDir, 1)) {
+            String checkpoints = hdfs.uri("/checkpoints-" + UUID.randomUUID());
+            Configuration config = CountingJob.config(checkpoints, checkpoints);
+            config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+            runJob(config, checkpoints, new Configuration());
+        }
+    }
+
+    private record Checkpoints(String a, String b) {}
+
+    /**
+     * Runs the job with checkpoints under {@code checkpoints}, retains one at half the input and
+     * one at all of it, runs every command on them ({@code toolConfig}: the tool's Flink
+     * configuration) and checks their output; returns the two checkpoints' URIs.
+     */
+    private static Checkpoints runJob(
+            Configuration base, String checkpoints, Configuration toolConfig) throws Exception {
+        String run = "tool-" + UUID.randomUUID();
+        Configuration config = new Configuration(base);
+        config.set(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS, 20);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(config);
+        env.setParallelism(2);
+        ToolStateJob.build(env, run, RECORDS);
+        PacedSequence.holdAt(run, RECORDS / 2);
+        JobClient job = env.executeAsync("state for the tools");
+        String jobDir = checkpoints.replaceAll("/+$", "") + "/" + job.getJobID();
+        Await.until("half the input", () -> PacedSequence.emitted(run) >= RECORDS / 2, job);
+        String a = checkpointAfterNow(job, jobDir);
+        PacedSequence.holdAt(run, RECORDS);
+        Await.until("all the input", () -> PacedSequence.emitted(run) >= RECORDS, job);
+        String b = checkpointAfterNow(job, jobDir);
+        job.cancel().get();
+        // The job's own MiniCluster shuts down once the job ended: wait on its result.
+        job.getJobExecutionResult().handle((result, failure) -> null).get();
+
+        Map<String, String> before = contents(jobDir);
+        Set<String> referenced = new TreeSet<>(ReferencedFiles.of(flinkPath(a)));
+        referenced.addAll(ReferencedFiles.of(flinkPath(b)));
+        assertThat(before.keySet()).containsAll(referenced);
+
+        checkInspectAndDump(toolConfig, a, RECORDS / 2);
+        checkInspectAndDump(toolConfig, b, RECORDS);
+        for (String checkpoint : List.of(a, b)) {
+            Result verify = tool(toolConfig, "verify", checkpoint);
+            assertThat(verify.status).as(verify.out).isZero();
+            assertThat(verify.out).contains("result=pass databases=4 problems=0");
+        }
+        checkDiff(toolConfig, a, b);
+
+        Map<String, String> after = contents(jobDir);
+        assertThat(after.keySet()).as("files the tools created").isSubsetOf(before.keySet());
+        for (String file : referenced) {
+            assertThat(after.get(file)).as("bytes of %s", file).isEqualTo(before.get(file));
+        }
+        return new Checkpoints(a, b);
+    }
+
+    private static void checkInspectAndDump(Configuration toolConfig, String checkpoint, long n)
+            throws Exception {
+        Map<String, List<String>> expected = ToolStateJob.expected(n);
+        Result inspect = tool(toolConfig, "inspect", checkpoint);
+        assertThat(inspect.status).as(inspect.err).isZero();
+        Map<String, Long> entries = new TreeMap<>();
+        Matcher state =
+                Pattern.compile("(?m)^state \"([^\"]+)\" operator=(\\S+) subtask=\\d+ kind=(\\S+)"
+                                + " .*entries=(\\d+)")
+                        .matcher(inspect.out);
+        Map<String, String> kinds = new HashMap<>();
+        while (state.find()) {
+            if (state.group(3).equals("timers") || state.group(1).equals("ttl-last")) {
+                continue; // the V1 operator's timer queues (empty); the TTL state, below
+            }
+            entries.merge(state.group(1), Long.parseLong(state.group(4)), Long::sum);
+            kinds.put(state.group(1), state.group(3));
+        }
+        Map<String, Long> expectedEntries = new TreeMap<>();
+        expected.forEach((name, lines) -> expectedEntries.put(name, (long) lines.size()));
+        assertThat(entries).as(inspect.out).isEqualTo(expectedEntries);
+        assertThat(kinds)
+                .containsEntry("count", "value")
+                .containsEntry("seen", "list")
+                .containsEntry("by-mod", "map")
+                .containsEntry("last", "value")
+                .containsEntry("v1-seen", "list")
+                .containsEntry("v1-map", "map");
+        assertThat(inspect.out)
+                .containsPattern("state \"ttl-last\" operator=v1-state subtask=0 kind=value"
+                        + " type=KEY_VALUE ttl=true ")
+                .doesNotContainPattern("state \"(count|last|seen|by-mod)\" .* ttl=true");
+        Result ttl =
+                tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V1_UID,
+                        "--state", "ttl-last", "--key", "k7", "--json");
+        assertThat(ttl.out.strip())
+                .matches("\\{\"subtask\":\\d,\"keyGroup\":\\d+,\"key\":\"k7\","
+                        + "\"namespace\":\"VoidNamespace\",\"value\":\\{\"value\":"
+                        + (n - ToolStateJob.KEYS + 7)
+                        + ",\"lastAccessTimestamp\":\\d+\\}\\}");
+        assertThat(inspect.out)
+                .contains("operator " + ToolStateJob.V2_UID, "operator " + ToolStateJob.V1_UID)
+                .contains("type=KEY_VALUE_V2", "type=KEY_VALUE ");
+
+        for (Map.Entry<String, List<String>> e : expected.entrySet()) {
+            String operator =
+                    e.getKey().startsWith("v1-") || e.getKey().equals("last")
+                            ? ToolStateJob.V1_UID
+                            : ToolStateJob.V2_UID;
+            Result dump =
+                    tool(toolConfig, "dump", checkpoint, "--operator", operator, "--state",
+                            e.getKey());
+            assertThat(dump.status).as(dump.err).isZero();
+            List<String> seen = new ArrayList<>();
+            for (String line : dump.out.split("\n")) {
+                Map<String, String> columns = new HashMap<>();
+                for (String column : line.split("\t")) {
+                    int eq = column.indexOf('=');
+                    columns.put(column.substring(0, eq), column.substring(eq + 1));
+                }
+                seen.add(
+                        columns.get("key")
+                                + "|"
+                                + columns.get("user-key")
+                                + "|"
+                                + columns.get("value"));
+            }
+            assertThat(ToolStateJob.sorted(seen))
+                    .as("dump of %s", e.getKey())
+                    .isEqualTo(e.getValue());
+        }
+        Result one =
+                tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V2_UID,
+                        "--state", "count", "--key", "k7", "--json");
+        assertThat(one.out.strip().split("\n")).hasSize(1);
+        assertThat(one.out)
+                .contains("\"key\":\"k7\"", "\"value\":" + (n / ToolStateJob.KEYS) + "}");
+        Result prefix =
+                tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V2_UID,
+                        "--state", "count", "--key-prefix", "k1");
+        // k1 and k10..k19
+        assertThat(prefix.out.strip().split("\n")).hasSize(11);
+    }
+
+    private static void checkDiff(Configuration toolConfig, String a, String b) throws Exception {
+        Set<String> before = ReferencedFiles.of(flinkPath(a));
+        Set<String> after = ReferencedFiles.of(flinkPath(b));
+        Result diff = tool(toolConfig, "diff", a, b);
+        assertThat(diff.status).isZero();
+        Set<String> added = new TreeSet<>();
+        Set<String> removed = new TreeSet<>();
+        for (String line : diff.out.split("\n")) {
+            String[] words = line.split(" ");
+            if (words[0].equals("added")) {
+                added.add(words[1]);
+            } else if (words[0].equals("removed")) {
+                removed.add(words[1]);
+            }
+        }
+        Set<String> expectedAdded = new TreeSet<>(after);
+        expectedAdded.removeAll(before);
+        Set<String> expectedRemoved = new TreeSet<>(before);
+        expectedRemoved.removeAll(after);
+        Set<String> shared = new TreeSet<>(before);
+        shared.retainAll(after);
+        assertThat(added).isEqualTo(expectedAdded);
+        // Per state: the SSTs inspect lists under that state in each checkpoint.
+        Map<String, String> sstsA = sstStates(toolConfig, a);
+        Map<String, String> sstsB = sstStates(toolConfig, b);
+        Map<String, long[]> perState = new TreeMap<>();
+        sstsB.forEach(
+                (file, state) ->
+                        perState.computeIfAbsent(state, s -> new long[3])[
+                                        sstsA.containsKey(file) ? 2 : 0]++);
+        sstsA.forEach(
+                (file, state) -> {
+                    if (!sstsB.containsKey(file)) {
+                        perState.computeIfAbsent(state, s -> new long[3])[1]++;
+                    }
+                });
+        assertThat(perState.keySet()).contains("\"count\" operator=" + ToolStateJob.V2_UID);
+        perState.forEach(
+                (state, counts) -> {
+                    String head = "state " + state + " added-files=" + counts[0];
+                    assertThat(diff.out)
+                            .containsPattern(
+                                    Pattern.quote(head)
+                                            + " \\S+ removed-files="
+                                            + counts[1]
+                                            + " \\S+ shared-files="
+                                            + counts[2]
+                                            + " ");
+                });
+        assertThat(removed).isEqualTo(expectedRemoved);
+        assertThat(diff.out)
+                .contains(
+                        "total added-files=" + expectedAdded.size() + " ",
+                        "removed-files=" + expectedRemoved.size() + " ",
+                        "shared-files=" + shared.size() + " ");
+    }
+
+    /** Each SST `inspect` lists (as a file key) with its state line's head. */
+    private static Map<String, String> sstStates(Configuration toolConfig, String checkpoint)
+            throws Exception {
+        Result inspect = tool(toolConfig, "inspect", checkpoint);
+        Matcher file =
+                Pattern.compile(
+                                "(?m)^file \\S+ operator=(\\S+) subtask=\\d+ state=(\"[^\"]*\")"
+                                        + " .* location=(\\S+)$")
+                        .matcher(inspect.out);
+        Map<String, String> files = new TreeMap<>();
+        while (file.find()) {
+            files.put(
+                    ReferencedFiles.key(flinkPath(file.group(3))),
+                    file.group(2) + " operator=" + file.group(1));
+        }
+        assertThat(files).as(inspect.out).isNotEmpty();
+        return files;
+    }
+
+    /** The location of the largest SST `inspect` lists. */
+    private static String largestSst(String checkpoint) throws Exception {
+        Result inspect = tool(new Configuration(), "inspect", checkpoint);
+        Matcher file =
+                Pattern.compile("(?m)^file \\S+ .* bytes=(\\d+) .* location=(\\S+)$")
+                        .matcher(inspect.out);
+        String largest = null;
+        long size = -1;
+        while (file.find()) {
+            if (Long.parseLong(file.group(1)) > size) {
+                size = Long.parseLong(file.group(1));
+                largest = file.group(2);
+            }
+        }
+        assertThat(largest).as(inspect.out).isNotNull();
+        return largest;
+    }
+
+    /**
+     * Waits for a checkpoint that began after now: one with an id at least two past the newest
+     * completed one (at most one checkpoint runs at a time, so the one after a checkpoint in
+     * flight now began after now). Returns its URI.
+     */
+    private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
+        long newest =
+                CheckpointFiles.latestCompleted(jobDir)
+                        .map(CheckpointFiles::checkpointId)
+                        .orElse(0L);
+        Await.until(
+                "a checkpoint after " + newest,
+                () ->
+                        CheckpointFiles.latestCompleted(jobDir)
+                                        .map(CheckpointFiles::checkpointId)
+                                        .orElse(0L)
+                                >= newest + 2,
+                job);
+        return CheckpointFiles.latestCompleted(jobDir).orElseThrow();
+    }
+
+    /** Every file under {@code dir} (as a {@link ReferencedFiles#key}) with a hash of its bytes. */
+    private static Map<String, String> contents(String dir) throws Exception {
+        Map<String, String> files = new TreeMap<>();
+        org.apache.flink.core.fs.Path root = new org.apache.flink.core.fs.Path(dir);
+        collect(root.getFileSystem(), root, files);
+        return files;
+    }
+
+    private static void collect(
+            FileSystem fs, org.apache.flink.core.fs.Path dir, Map<String, String> files)
+            throws Exception {
+        FileStatus[] children = fs.listStatus(dir);
+        for (FileStatus child : children == null ? new FileStatus[0] : children) {
+            if (child.isDir()) {
+                collect(fs, child.getPath(), files);
+                continue;
+            }
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            try (InputStream in = fs.open(child.getPath())) {
+                digest.update(in.readAllBytes());
+            } catch (java.io.FileNotFoundException e) {
+                continue; // the JobManager discarding a subsumed checkpoint meanwhile
+            }
+            files.put(
+                    ReferencedFiles.key(child.getPath()),
+                    HexFormat.of().formatHex(digest.digest()));
+        }
+    }
+
+    private static org.apache.flink.core.fs.Path flinkPath(String uri) {
+        return new org.apache.flink.core.fs.Path(uri);
+    }
+
+    private record Result(int status, String out, String err) {}
+
+    private static Result tool(Configuration config, String... args) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status =
+                ForStTool.run(
+                        args,
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8),
+                        config);
+        return new Result(
+                status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    /** Flink's plugin directory with flink-s3-fs-native, as Maven lays it out for the ITs. */
+    private static PluginManager flinkPlugins(Configuration config) throws Exception {
+        String dir = System.getProperty("flink.plugins.dir");
+        assertThat(dir).as("system property flink.plugins.dir (set by failsafe)").isNotNull();
+        return new DefaultPluginManager(
+                new DirectoryBasedPluginFinder(Paths.get(dir)).findPlugins(),
+                CoreOptions.getPluginParentFirstLoaderPatterns(config));
+    }
+}

@@ -1,0 +1,191 @@
+package org.forstrs.flink;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.util.Collector;
+
+import org.forstrs.tools.JsonText;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The job {@code ForStToolITCase} looks at: numbers {@code 0..n-1} from one source subtask,
+ * keyed by {@code "k" + i % KEYS} into an operator with State V2 ({@code count}, list {@code
+ * seen}, map {@code by-mod}) and one with State V1 (POJO value {@code last}, list {@code
+ * v1-seen}, map {@code v1-map}, and a value with a TTL, {@code ttl-last}). {@link #expected} is
+ * what each state but {@code ttl-last} (whose values carry the time of their last write) holds
+ * after the first {@code n} numbers, rendered as the tool renders it.
+ */
+final class ToolStateJob {
+
+    static final int KEYS = 50;
+    static final String V2_UID = "v2-state";
+    static final String V1_UID = "v1-state";
+
+    private ToolStateJob() {}
+
+    static void build(StreamExecutionEnvironment env, String run, long records) {
+        DataStream<Long> numbers =
+                PacedSequence.of(env, run, records, 500).setParallelism(1);
+        numbers.keyBy(ToolStateJob::key)
+                .enableAsyncState()
+                .process(new V2State())
+                .uid(V2_UID)
+                .name("state v2")
+                .returns(Types.LONG)
+                .sinkTo(new DiscardingSink<>());
+        numbers.keyBy(ToolStateJob::key)
+                .process(new V1State())
+                .uid(V1_UID)
+                .name("state v1")
+                .returns(Types.LONG)
+                .sinkTo(new DiscardingSink<>());
+    }
+
+    static String key(long i) {
+        return "k" + i % KEYS;
+    }
+
+    /**
+     * State name to the entries after the first {@code n} numbers, each "key|user key|value" in
+     * the tool's JSON (user key "-" outside maps).
+     */
+    static Map<String, List<String>> expected(long n) {
+        Map<String, Long> count = new TreeMap<>();
+        Map<String, List<Long>> seen = new TreeMap<>();
+        Map<String, Long> byMod = new TreeMap<>();
+        Map<String, Long> last = new TreeMap<>();
+        Map<String, String> v1Map = new TreeMap<>();
+        for (long i = 0; i < n; i++) {
+            String k = key(i);
+            count.merge(k, 1L, Long::sum);
+            seen.computeIfAbsent(k, x -> new ArrayList<>()).add(i);
+            byMod.put(k + "|\"m" + i % 3 + "\"", i);
+            last.put(k, i);
+            v1Map.put(k + "|" + i % 4, "\"x" + i + "\"");
+        }
+        Map<String, List<String>> states = new TreeMap<>();
+        states.put("count", lines(count, v -> Long.toString(v)));
+        states.put("seen", lines(seen, JsonText::of));
+        states.put("v1-seen", lines(seen, JsonText::of));
+        states.put("last", lines(last, i -> "{\"x\":" + i + ",\"y\":\"p" + i + "\"}"));
+        List<String> mapLines = new ArrayList<>();
+        byMod.forEach((k, v) -> mapLines.add(quoteKey(k) + "|" + v));
+        states.put("by-mod", sorted(mapLines));
+        List<String> v1Lines = new ArrayList<>();
+        v1Map.forEach((k, v) -> v1Lines.add(quoteKey(k) + "|" + v));
+        states.put("v1-map", sorted(v1Lines));
+        return states;
+    }
+
+    private static <V> List<String> lines(
+            Map<String, V> values, java.util.function.Function<V, String> render) {
+        List<String> out = new ArrayList<>();
+        values.forEach((k, v) -> out.add(JsonText.string(k) + "|-|" + render.apply(v)));
+        return sorted(out);
+    }
+
+    /** "k7|rest" to "\"k7\"|rest". */
+    private static String quoteKey(String keyAndRest) {
+        int bar = keyAndRest.indexOf('|');
+        return JsonText.string(keyAndRest.substring(0, bar)) + keyAndRest.substring(bar);
+    }
+
+    static List<String> sorted(List<String> lines) {
+        List<String> copy = new ArrayList<>(lines);
+        copy.sort(String::compareTo);
+        return copy;
+    }
+
+    /** A POJO value for the V1 state, decoded by Flink's POJO serializer. */
+    public static class Point {
+        public long x;
+        public String y;
+
+        public Point() {}
+
+        Point(long x) {
+            this.x = x;
+            this.y = "p" + x;
+        }
+    }
+
+    private static final class V2State extends KeyedProcessFunction<String, Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private transient org.apache.flink.api.common.state.v2.ValueState<Long> count;
+        private transient org.apache.flink.api.common.state.v2.ListState<Long> seen;
+        private transient org.apache.flink.api.common.state.v2.MapState<String, Long> byMod;
+
+        @Override
+        public void open(OpenContext openContext) {
+            count =
+                    getRuntimeContext()
+                            .getState(
+                                    new org.apache.flink.api.common.state.v2.ValueStateDescriptor<>(
+                                            "count", Types.LONG));
+            seen =
+                    getRuntimeContext()
+                            .getListState(
+                                    new org.apache.flink.api.common.state.v2.ListStateDescriptor<>(
+                                            "seen", Types.LONG));
+            byMod =
+                    getRuntimeContext()
+                            .getMapState(
+                                    new org.apache.flink.api.common.state.v2.MapStateDescriptor<>(
+                                            "by-mod", Types.STRING, Types.LONG));
+        }
+
+        @Override
+        public void processElement(Long i, Context ctx, Collector<Long> out) {
+            count.asyncValue().thenCompose(c -> count.asyncUpdate(c == null ? 1 : c + 1));
+            seen.asyncAdd(i);
+            byMod.asyncPut("m" + i % 3, i);
+        }
+    }
+
+    private static final class V1State extends KeyedProcessFunction<String, Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private transient org.apache.flink.api.common.state.ValueState<Point> last;
+        private transient org.apache.flink.api.common.state.ListState<Long> seen;
+        private transient org.apache.flink.api.common.state.MapState<Long, String> map;
+        private transient org.apache.flink.api.common.state.ValueState<Long> ttlLast;
+
+        @Override
+        public void open(OpenContext openContext) {
+            last =
+                    getRuntimeContext()
+                            .getState(new ValueStateDescriptor<>("last", Point.class));
+            seen =
+                    getRuntimeContext()
+                            .getListState(
+                                    new org.apache.flink.api.common.state.ListStateDescriptor<>(
+                                            "v1-seen", Types.LONG));
+            map =
+                    getRuntimeContext()
+                            .getMapState(
+                                    new MapStateDescriptor<>("v1-map", Types.LONG, Types.STRING));
+            ValueStateDescriptor<Long> ttl = new ValueStateDescriptor<>("ttl-last", Types.LONG);
+            ttl.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofDays(1)).build());
+            ttlLast = getRuntimeContext().getState(ttl);
+        }
+
+        @Override
+        public void processElement(Long i, Context ctx, Collector<Long> out) throws Exception {
+            last.update(new Point(i));
+            seen.add(i);
+            map.put(i % 4, "x" + i);
+            ttlLast.update(i);
+        }
+    }
+}
