@@ -29,6 +29,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -135,10 +136,10 @@ class ForStToolITCase {
         PacedSequence.holdAt(run, RECORDS / 2);
         JobClient job = env.executeAsync("state for the tools");
         String jobDir = checkpoints.replaceAll("/+$", "") + "/" + job.getJobID();
-        Await.until("half the input", () -> PacedSequence.emitted(run) >= RECORDS / 2, job);
+        Await.until("half the input", () -> PacedSequence.generated(run) >= RECORDS / 2, job);
         String a = checkpointAfterNow(job, jobDir);
         PacedSequence.holdAt(run, RECORDS);
-        Await.until("all the input", () -> PacedSequence.emitted(run) >= RECORDS, job);
+        Await.until("all the input", () -> PacedSequence.generated(run) >= RECORDS, job);
         String b = checkpointAfterNow(job, jobDir);
         job.cancel().get();
         // The job's own MiniCluster shuts down once the job ended: wait on its result.
@@ -345,24 +346,44 @@ class ForStToolITCase {
     }
 
     /**
-     * Waits for a checkpoint that began after now: one with an id at least two past the newest
-     * completed one (at most one checkpoint runs at a time, so the one after a checkpoint in
-     * flight now began after now). Returns its URI.
+     * Waits for a checkpoint triggered after now and completed; returns its URI. Flink runs one
+     * checkpoint at a time here: of two that complete after now, the second was triggered after
+     * the first completed, so its barrier follows every record the input handed on so far.
      */
     private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
-        long newest =
-                CheckpointFiles.latestCompleted(jobDir)
-                        .map(CheckpointFiles::checkpointId)
-                        .orElse(0L);
+        Set<Long> before = completedCheckpoints(jobDir);
         Await.until(
-                "a checkpoint after " + newest,
-                () ->
-                        CheckpointFiles.latestCompleted(jobDir)
-                                        .map(CheckpointFiles::checkpointId)
-                                        .orElse(0L)
-                                >= newest + 2,
+                "two checkpoints completed after " + before,
+                () -> {
+                    Set<Long> since = completedCheckpoints(jobDir);
+                    since.removeAll(before);
+                    return since.size() >= 2;
+                },
                 job);
-        return CheckpointFiles.latestCompleted(jobDir).orElseThrow();
+        Set<Long> since = completedCheckpoints(jobDir);
+        since.removeAll(before);
+        return jobDir + "/chk-" + Collections.max(since);
+    }
+
+    /** The ids of the completed ({@code _metadata} written) checkpoints under {@code jobDir}. */
+    private static Set<Long> completedCheckpoints(String jobDir) throws Exception {
+        org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(jobDir);
+        FileSystem fs = dir.getFileSystem();
+        Set<Long> ids = new TreeSet<>();
+        FileStatus[] entries;
+        try {
+            entries = fs.listStatus(dir);
+        } catch (java.io.FileNotFoundException e) {
+            return ids;
+        }
+        for (FileStatus entry : entries == null ? new FileStatus[0] : entries) {
+            String name = entry.getPath().getName();
+            if (name.matches("chk-\\d+")
+                    && fs.exists(new org.apache.flink.core.fs.Path(entry.getPath(), "_metadata"))) {
+                ids.add(Long.parseLong(name.substring(4)));
+            }
+        }
+        return ids;
     }
 
     /** Every file under {@code dir} (as a {@link ReferencedFiles#key}) with a hash of its bytes. */

@@ -3,6 +3,7 @@ package org.forstrs.flink;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource.NumberSequenceSplit;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiter;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
@@ -17,6 +18,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The numbers {@code 0..records-1} (split across readers as {@code env.fromSequence} splits them),
@@ -53,7 +55,10 @@ public final class PacedSequence {
         BUDGETS.putIfAbsent(run, new Budget());
         return env.fromSource(
                 new DataGeneratorSource<>(
-                        generator, records, new PerCheckpoint(run, recordsPerCheckpoint), type),
+                        new Counted<>(run, generator),
+                        records,
+                        new PerCheckpoint(run, recordsPerCheckpoint),
+                        type),
                 WatermarkStrategy.noWatermarks(),
                 "paced sequence");
     }
@@ -73,8 +78,47 @@ public final class PacedSequence {
         return BUDGETS.get(run).emitted();
     }
 
+    /**
+     * Records handed downstream so far by all jobs of {@code run}: a record the budget let
+     * through ({@link #emitted}) leaves the reader at its next poll, and a checkpoint barrier
+     * may come before it. One counted here is in the stream ahead of every later barrier.
+     */
+    public static long generated(String run) {
+        return BUDGETS.get(run).generated.get();
+    }
+
+    /** The generator, counting the records it makes (each is emitted as it is made). */
+    private static final class Counted<T> implements GeneratorFunction<Long, T> {
+        private static final long serialVersionUID = 1L;
+        private final String run;
+        private final GeneratorFunction<Long, T> generator;
+
+        Counted(String run, GeneratorFunction<Long, T> generator) {
+            this.run = run;
+            this.generator = generator;
+        }
+
+        @Override
+        public void open(SourceReaderContext readerContext) throws Exception {
+            generator.open(readerContext);
+        }
+
+        @Override
+        public void close() throws Exception {
+            generator.close();
+        }
+
+        @Override
+        public T map(Long index) throws Exception {
+            T record = generator.map(index);
+            BUDGETS.computeIfAbsent(run, r -> new Budget()).generated.incrementAndGet();
+            return record;
+        }
+    }
+
     /** What a run may still emit; waiters are woken when the limit moves. */
     private static final class Budget {
+        private final AtomicLong generated = new AtomicLong();
         private long emitted;
         private long limit = Long.MAX_VALUE;
         private final List<CompletableFuture<Void>> waiting = new ArrayList<>();
