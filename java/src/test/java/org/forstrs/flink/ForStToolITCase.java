@@ -4,6 +4,7 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.plugin.DefaultPluginManager;
@@ -141,6 +142,12 @@ class ForStToolITCase {
         PacedSequence.holdAt(run, RECORDS);
         Await.until("all the input", () -> PacedSequence.generated(run) >= RECORDS, job);
         String b = checkpointAfterNow(job, jobDir);
+        // triggered now, after every record: a native savepoint holds all of them
+        String savepoint =
+                job.triggerSavepoint(
+                                checkpoints.replaceAll("/+$", "") + "/savepoints-" + run,
+                                SavepointFormatType.NATIVE)
+                        .get();
         job.cancel().get();
         // The job's own MiniCluster shuts down once the job ended: wait on its result.
         job.getJobExecutionResult().handle((result, failure) -> null).get();
@@ -158,6 +165,10 @@ class ForStToolITCase {
             assertThat(verify.out).contains("result=pass databases=4 problems=0");
         }
         checkDiff(toolConfig, a, b);
+        checkInspectAndDump(toolConfig, savepoint, RECORDS);
+        Result verifySavepoint = tool(toolConfig, "verify", savepoint);
+        assertThat(verifySavepoint.status).as(verifySavepoint.out).isZero();
+        assertThat(verifySavepoint.out).contains("result=pass databases=4 problems=0");
 
         Map<String, String> after = contents(jobDir);
         assertThat(after.keySet()).as("files the tools created").isSubsetOf(before.keySet());
