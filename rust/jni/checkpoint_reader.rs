@@ -8,13 +8,14 @@ use ::jni::JNIEnv;
 use ::jni::objects::{JByteArray, JClass, JObject, JObjectArray, JString};
 use ::jni::sys::{jint, jlong, jobjectArray};
 
+use super::checkpoints::{files_by_name, key_groups};
 use super::guard::{JniResult, guard, illegal_argument};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options::{self, string_array};
+use crate::lsm::RestoreSource;
 use crate::lsm::checkpoint_reader::CheckpointReader;
-use crate::lsm::{KeyGroups, RestoreSource};
-use crate::storage::{StorageRef, open_storage};
+use crate::storage::open_storage;
 
 static READERS: Registry<CheckpointReader> = Registry::new("checkpoint reader");
 
@@ -50,35 +51,16 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openCheckpointReader<'l>
         let manifest = bytes::Bytes::from(env.convert_byte_array(&manifest)?);
         let names = strings(env, &file_names, "fileNames")?;
         let uris = strings(env, &file_uris, "fileUris")?;
-        if names.len() != uris.len() {
-            return illegal_argument("fileNames and fileUris differ in length");
-        }
-        let mut storages: HashMap<String, StorageRef> = HashMap::new();
-        let mut files = HashMap::new();
-        for (name, uri) in names.into_iter().zip(uris) {
-            let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
-                return illegal_argument(format!("{uri:?} is not a file URI"));
-            };
-            let storage = match storages.get(dir) {
-                Some(storage) => storage.clone(),
-                None => {
-                    // On this Java thread, so that a Flink file-system proxy resolves its Java
-                    // classes through the jar's class loader.
-                    let storage = open_storage(dir, &storage_options)?;
-                    storages.insert(dir.to_string(), storage.clone());
-                    storage
-                }
-            };
-            files.insert(name, (storage, file.to_string()));
-        }
-        let key_groups = match (u32::try_from(key_group_start), u32::try_from(key_group_end)) {
-            (Ok(first), Ok(last)) if first <= last => KeyGroups::new(first, last),
-            _ => {
-                return illegal_argument(format!(
-                    "bad key-group range {key_group_start}..={key_group_end}"
-                ));
-            }
-        };
+        // Opened on this Java thread, so that a Flink file-system proxy resolves its Java
+        // classes through the jar's class loader.
+        let files = files_by_name(
+            &names,
+            &uris,
+            &mut HashMap::new(),
+            |dir| open_storage(dir, &storage_options),
+            "",
+        )?;
+        let key_groups = key_groups(key_group_start, key_group_end)?;
         let prefix_bytes = usize::try_from(key_group_prefix_bytes).unwrap_or(0);
         let source = RestoreSource { manifest, files, key_groups };
         Ok(READERS.insert(CheckpointReader::open(source, prefix_bytes)?))

@@ -267,29 +267,16 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
         let mut storages: HashMap<String, StorageRef> = HashMap::new();
         let mut sources = Vec::with_capacity(count);
         for (i, manifest) in manifests.into_iter().enumerate() {
-            if names[i].len() != uris[i].len() {
-                return illegal_argument(format!(
-                    "source {i}: fileNames and fileUris differ in length"
-                ));
-            }
-            let mut files = HashMap::new();
-            for (name, uri) in names[i].iter().zip(&uris[i]) {
-                let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
-                    return illegal_argument(format!("source {i}: {uri:?} is not a file URI"));
-                };
-                let storage = match storages.get(dir) {
-                    Some(storage) => storage.clone(),
-                    None => {
-                        // Under the disk cache too: the restored DB reads these files in place
-                        // (restore by reference), and after a failover they are the files the
-                        // previous attempt of this subtask wrote and cached.
-                        let storage = open_db_storage(dir, &storage_options)?;
-                        storages.insert(dir.to_string(), storage.clone());
-                        storage
-                    }
-                };
-                files.insert(name.clone(), (storage, file.to_string()));
-            }
+            // Under the disk cache too: the restored DB reads these files in place (restore by
+            // reference), and after a failover they are the files the previous attempt of this
+            // subtask wrote and cached.
+            let files = files_by_name(
+                &names[i],
+                &uris[i],
+                &mut storages,
+                |dir| open_db_storage(dir, &storage_options),
+                &format!("source {i}: "),
+            )?;
             sources.push(RestoreSource {
                 manifest,
                 files,
@@ -305,7 +292,37 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
     })
 }
 
-fn key_groups(first: jint, last: jint) -> JniResult<KeyGroups> {
+/// The files of one checkpointed database by name, each at its URI: every directory opened
+/// once (`open`), shared through `storages`; `what` prefixes error messages.
+pub(super) fn files_by_name(
+    names: &[String],
+    uris: &[String],
+    storages: &mut HashMap<String, StorageRef>,
+    open: impl Fn(&str) -> crate::Result<StorageRef>,
+    what: &str,
+) -> JniResult<HashMap<String, (StorageRef, String)>> {
+    if names.len() != uris.len() {
+        return illegal_argument(format!("{what}fileNames and fileUris differ in length"));
+    }
+    let mut files = HashMap::new();
+    for (name, uri) in names.iter().zip(uris) {
+        let Some((dir, file)) = uri.rsplit_once('/').filter(|(_, f)| !f.is_empty()) else {
+            return illegal_argument(format!("{what}{uri:?} is not a file URI"));
+        };
+        let storage = match storages.get(dir) {
+            Some(storage) => storage.clone(),
+            None => {
+                let storage = open(dir)?;
+                storages.insert(dir.to_string(), storage.clone());
+                storage
+            }
+        };
+        files.insert(name.clone(), (storage, file.to_string()));
+    }
+    Ok(files)
+}
+
+pub(super) fn key_groups(first: jint, last: jint) -> JniResult<KeyGroups> {
     match (u32::try_from(first), u32::try_from(last)) {
         (Ok(first), Ok(last)) if first <= last => Ok(KeyGroups::new(first, last)),
         _ => illegal_argument(format!("bad key-group range {first}..={last}")),

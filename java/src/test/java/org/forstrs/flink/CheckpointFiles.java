@@ -28,6 +28,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -78,6 +79,27 @@ final class CheckpointFiles {
             }
         }
         return latest.map(p -> p.toUri().toString());
+    }
+
+    /** The ids of the completed ({@code _metadata} written) checkpoints under {@code jobDir}. */
+    static Set<Long> completedIds(String jobDir) throws IOException {
+        org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(jobDir);
+        FileSystem fs = dir.getFileSystem();
+        Set<Long> ids = new TreeSet<>();
+        FileStatus[] entries;
+        try {
+            entries = fs.listStatus(dir);
+        } catch (FileNotFoundException e) {
+            return ids;
+        }
+        for (FileStatus entry : entries == null ? new FileStatus[0] : entries) {
+            String name = entry.getPath().getName();
+            if (name.matches("chk-\\d+")
+                    && fs.exists(new org.apache.flink.core.fs.Path(entry.getPath(), "_metadata"))) {
+                ids.add(Long.parseLong(name.substring(4)));
+            }
+        }
+        return ids;
     }
 
     static long checkpointId(Path checkpointDir) {

@@ -362,39 +362,18 @@ class ForStToolITCase {
      * the first completed, so its barrier follows every record the input handed on so far.
      */
     private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
-        Set<Long> before = completedCheckpoints(jobDir);
+        Set<Long> before = CheckpointFiles.completedIds(jobDir);
         Await.until(
                 "two checkpoints completed after " + before,
                 () -> {
-                    Set<Long> since = completedCheckpoints(jobDir);
+                    Set<Long> since = CheckpointFiles.completedIds(jobDir);
                     since.removeAll(before);
                     return since.size() >= 2;
                 },
                 job);
-        Set<Long> since = completedCheckpoints(jobDir);
+        Set<Long> since = CheckpointFiles.completedIds(jobDir);
         since.removeAll(before);
         return jobDir + "/chk-" + Collections.max(since);
-    }
-
-    /** The ids of the completed ({@code _metadata} written) checkpoints under {@code jobDir}. */
-    private static Set<Long> completedCheckpoints(String jobDir) throws Exception {
-        org.apache.flink.core.fs.Path dir = new org.apache.flink.core.fs.Path(jobDir);
-        FileSystem fs = dir.getFileSystem();
-        Set<Long> ids = new TreeSet<>();
-        FileStatus[] entries;
-        try {
-            entries = fs.listStatus(dir);
-        } catch (java.io.FileNotFoundException e) {
-            return ids;
-        }
-        for (FileStatus entry : entries == null ? new FileStatus[0] : entries) {
-            String name = entry.getPath().getName();
-            if (name.matches("chk-\\d+")
-                    && fs.exists(new org.apache.flink.core.fs.Path(entry.getPath(), "_metadata"))) {
-                ids.add(Long.parseLong(name.substring(4)));
-            }
-        }
-        return ids;
     }
 
     /** Every file under {@code dir} (as a {@link ReferencedFiles#key}) with a hash of its bytes. */
