@@ -46,7 +46,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@code ForStTool inspect}, {@code verify}, {@code diff} and {@code dump} on two retained
- * checkpoints of a job with State V1 and V2 (value, list, map; a POJO value) on ForSt-RS, taken
+ * checkpoints of a job with State V1 and V2 (value, list, map; a POJO value; a TTL value;
+ * event-time timers) and SQL aggregation and join state (RowData) on ForSt-RS, taken
  * while the input is held at known points (half the numbers, then all): entry counts and
  * decoded entries equal what the job wrote, {@code verify} passes, {@code diff} equals the
  * difference of the files each checkpoint references, and nothing under the job's checkpoint
@@ -162,13 +163,13 @@ class ForStToolITCase {
         for (String checkpoint : List.of(a, b)) {
             Result verify = tool(toolConfig, "verify", checkpoint);
             assertThat(verify.status).as(verify.out).isZero();
-            assertThat(verify.out).contains("result=pass databases=4 problems=0");
+            assertThat(verify.out).contains("result=pass databases=8 problems=0");
         }
         checkDiff(toolConfig, a, b);
         checkInspectAndDump(toolConfig, savepoint, RECORDS);
         Result verifySavepoint = tool(toolConfig, "verify", savepoint);
         assertThat(verifySavepoint.status).as(verifySavepoint.out).isZero();
-        assertThat(verifySavepoint.out).contains("result=pass databases=4 problems=0");
+        assertThat(verifySavepoint.out).contains("result=pass databases=8 problems=0");
 
         Map<String, String> after = contents(jobDir);
         assertThat(after.keySet()).as("files the tools created").isSubsetOf(before.keySet());
@@ -189,13 +190,22 @@ class ForStToolITCase {
                                 + " .*entries=(\\d+)")
                         .matcher(inspect.out);
         Map<String, String> kinds = new HashMap<>();
+        Map<String, Long> timers = new TreeMap<>();
         while (state.find()) {
-            if (state.group(3).equals("timers") || state.group(1).equals("ttl-last")) {
-                continue; // the V1 operator's timer queues (empty); the TTL state, below
+            boolean dataStream =
+                    state.group(2).equals(ToolStateJob.V1_UID)
+                            || state.group(2).equals(ToolStateJob.V2_UID);
+            if (!dataStream || state.group(1).equals("ttl-last")) {
+                continue; // the SQL operators' states and the TTL state: below
             }
-            entries.merge(state.group(1), Long.parseLong(state.group(4)), Long::sum);
+            Map<String, Long> counts = state.group(3).equals("timers") ? timers : entries;
+            counts.merge(state.group(1), Long.parseLong(state.group(4)), Long::sum);
             kinds.put(state.group(1), state.group(3));
         }
+        assertThat(timers)
+                .containsEntry(
+                        ToolStateJob.EVENT_TIMERS, (long) ToolStateJob.expectedTimers(n).size())
+                .containsEntry("_timer_state/processing_user-timers", 0L);
         Map<String, Long> expectedEntries = new TreeMap<>();
         expected.forEach((name, lines) -> expectedEntries.put(name, (long) lines.size()));
         assertThat(entries).as(inspect.out).isEqualTo(expectedEntries);
@@ -227,28 +237,56 @@ class ForStToolITCase {
                     e.getKey().startsWith("v1-") || e.getKey().equals("last")
                             ? ToolStateJob.V1_UID
                             : ToolStateJob.V2_UID;
-            Result dump =
-                    tool(toolConfig, "dump", checkpoint, "--operator", operator, "--state",
-                            e.getKey());
-            assertThat(dump.status).as(dump.err).isZero();
-            List<String> seen = new ArrayList<>();
-            for (String line : dump.out.split("\n")) {
-                Map<String, String> columns = new HashMap<>();
-                for (String column : line.split("\t")) {
-                    int eq = column.indexOf('=');
-                    columns.put(column.substring(0, eq), column.substring(eq + 1));
-                }
-                seen.add(
-                        columns.get("key")
-                                + "|"
-                                + columns.get("user-key")
-                                + "|"
-                                + columns.get("value"));
-            }
-            assertThat(ToolStateJob.sorted(seen))
+            assertThat(dump(toolConfig, checkpoint, operator, e.getKey()))
                     .as("dump of %s", e.getKey())
                     .isEqualTo(e.getValue());
         }
+        List<String> timerLines = new ArrayList<>();
+        Pattern timerLine = Pattern.compile("(.*)\\|-\\|\\{\"timestamp\":(\\d+)}");
+        for (String line :
+                dump(toolConfig, checkpoint, ToolStateJob.V1_UID, ToolStateJob.EVENT_TIMERS)) {
+            Matcher timer = timerLine.matcher(line);
+            assertThat(timer.matches()).as(line).isTrue();
+            timerLines.add(timer.group(1) + "|" + timer.group(2));
+        }
+        assertThat(ToolStateJob.sorted(timerLines)).isEqualTo(ToolStateJob.expectedTimers(n));
+
+        // SQL operators: found by name (the planner sets no uid); RowData keys, rows, accumulators
+        Matcher operators =
+                Pattern.compile("(?m)^operator (\\S+) id=\\S+ name=\"([^\"]*)\"")
+                        .matcher(inspect.out);
+        Map<String, String> sqlOperators = new TreeMap<>();
+        while (operators.find()) {
+            for (String prefix : List.of(ToolStateJob.AGGREGATE, ToolStateJob.JOIN)) {
+                if (operators.group(2).startsWith(prefix)) {
+                    sqlOperators.put(prefix, operators.group(1));
+                }
+            }
+        }
+        Map<String, Map<String, List<String>>> expectedSql = ToolStateJob.expectedSql(n);
+        assertThat(sqlOperators).as(inspect.out).containsOnlyKeys(expectedSql.keySet());
+        for (Map.Entry<String, Map<String, List<String>>> op : expectedSql.entrySet()) {
+            for (Map.Entry<String, List<String>> e : op.getValue().entrySet()) {
+                String label = sqlOperators.get(op.getKey());
+                assertThat(dump(toolConfig, checkpoint, label, e.getKey()))
+                        .as("dump of %s of %s", e.getKey(), op.getKey())
+                        .isEqualTo(e.getValue());
+                assertThat(inspect.out)
+                        .containsPattern(
+                                "state \""
+                                        + e.getKey()
+                                        + "\" operator="
+                                        + Pattern.quote(label)
+                                        + " subtask=\\d kind=(value|map) type=KEY_VALUE ttl=false"
+                                        + " .* key=RowDataSerializer ");
+            }
+        }
+        Result sqlKey =
+                tool(toolConfig, "dump", checkpoint, "--operator",
+                        sqlOperators.get(ToolStateJob.AGGREGATE), "--state", "accState", "--key",
+                        "k7", "--json");
+        assertThat(sqlKey.out.strip().split("\n")).hasSize(1);
+        assertThat(sqlKey.out).contains("\"key\":[\"k7\"]");
         Result one =
                 tool(toolConfig, "dump", checkpoint, "--operator", ToolStateJob.V2_UID,
                         "--state", "count", "--key", "k7", "--json");
@@ -260,6 +298,30 @@ class ForStToolITCase {
                         "--state", "count", "--key-prefix", "k1");
         // k1 and k10..k19
         assertThat(prefix.out.strip().split("\n")).hasSize(11);
+    }
+
+    /** The state's entries as `dump` prints them, each "key|user key|value", sorted. */
+    private static List<String> dump(
+            Configuration toolConfig, String checkpoint, String operator, String state)
+            throws Exception {
+        Result dump =
+                tool(toolConfig, "dump", checkpoint, "--operator", operator, "--state", state);
+        assertThat(dump.status).as(dump.err).isZero();
+        List<String> seen = new ArrayList<>();
+        for (String line : dump.out.lines().toList()) {
+            Map<String, String> columns = new HashMap<>();
+            for (String column : line.split("\t")) {
+                int eq = column.indexOf('=');
+                columns.put(column.substring(0, eq), column.substring(eq + 1));
+            }
+            seen.add(
+                    columns.get("key")
+                            + "|"
+                            + columns.get("user-key")
+                            + "|"
+                            + columns.get("value"));
+        }
+        return ToolStateJob.sorted(seen);
     }
 
     private static void checkDiff(Configuration toolConfig, String a, String b) throws Exception {

@@ -9,6 +9,9 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
+import org.apache.flink.table.api.config.ExecutionConfigOptions;
+import org.apache.flink.types.Row;
 import org.apache.flink.util.Collector;
 
 import org.forstrs.tools.JsonText;
@@ -18,20 +21,32 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * The job {@code ForStToolITCase} looks at: numbers {@code 0..n-1} from one source subtask,
  * keyed by {@code "k" + i % KEYS} into an operator with State V2 ({@code count}, list {@code
  * seen}, map {@code by-mod}) and one with State V1 (POJO value {@code last}, list {@code
- * v1-seen}, map {@code v1-map}, and a value with a TTL, {@code ttl-last}). {@link #expected} is
- * what each state but {@code ttl-last} (whose values carry the time of their last write) holds
- * after the first {@code n} numbers, rendered as the tool renders it.
+ * v1-seen}, map {@code v1-map}, a value with a TTL, {@code ttl-last}, and event-time timers that
+ * never fire, as no watermark comes), and SQL over the same numbers as rows {@code (k, v)}: a
+ * {@code GROUP BY k} aggregation and a regular join of the rows with those of {@code v % 5 == 0}
+ * on {@code k} (State V1 operators, with {@code RowData} keys and values). {@link #expected} is
+ * what each DataStream state but {@code ttl-last} (whose values carry the time of their last
+ * write) holds after the first {@code n} numbers, {@link #expectedSql} the SQL operators' states
+ * and {@link #expectedTimers} the timers, rendered as the tool renders them.
  */
 final class ToolStateJob {
 
     static final int KEYS = 50;
     static final String V2_UID = "v2-state";
     static final String V1_UID = "v1-state";
+    /** The V1 operator's timer queue of event-time timers. */
+    static final String EVENT_TIMERS = "_timer_state/event_user-timers";
+    /** Number i sets an event-time timer for key(i) at TIMER_BASE + i % 7. */
+    static final long TIMER_BASE = 1_000_000;
+    /** The SQL operators' names start with these; their states (State V1, RowData). */
+    static final String AGGREGATE = "GroupAggregate";
+    static final String JOIN = "Join";
 
     private ToolStateJob() {}
 
@@ -51,6 +66,24 @@ final class ToolStateJob {
                 .name("state v1")
                 .returns(Types.LONG)
                 .sinkTo(new DiscardingSink<>());
+        sql(env, numbers);
+    }
+
+    private static void sql(StreamExecutionEnvironment env, DataStream<Long> numbers) {
+        StreamTableEnvironment tables = StreamTableEnvironment.create(env);
+        tables.getConfig().set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, false);
+        tables.createTemporaryView(
+                "numbers",
+                numbers.map(i -> Row.of(key(i), i))
+                        .returns(Types.ROW_NAMED(new String[] {"k", "v"}, Types.STRING, Types.LONG))
+                        .name("rows"));
+        for (String query :
+                List.of(
+                        "SELECT k, COUNT(*) AS c, SUM(v) AS s FROM numbers GROUP BY k",
+                        "SELECT n.v, f.v FROM numbers AS n JOIN (SELECT k, v FROM numbers"
+                                + " WHERE MOD(v, 5) = 0) AS f ON n.k = f.k")) {
+            tables.toChangelogStream(tables.sqlQuery(query)).sinkTo(new DiscardingSink<>());
+        }
     }
 
     static String key(long i) {
@@ -87,6 +120,46 @@ final class ToolStateJob {
         v1Map.forEach((k, v) -> v1Lines.add(quoteKey(k) + "|" + v));
         states.put("v1-map", sorted(v1Lines));
         return states;
+    }
+
+    /**
+     * The SQL operators' states after the first {@code n} numbers: operator name prefix, then
+     * state name, to "key|user key|value" lines ({@link #AGGREGATE}'s accumulators are COUNT(*)
+     * and SUM(v); a join side's map holds each of its rows with the row's count).
+     */
+    static Map<String, Map<String, List<String>>> expectedSql(long n) {
+        Map<String, long[]> groups = new TreeMap<>();
+        List<String> left = new ArrayList<>();
+        for (long i = 0; i < n; i++) {
+            long[] group = groups.computeIfAbsent(key(i), k -> new long[2]);
+            group[0]++;
+            group[1] += i;
+            left.add(row(key(i)) + "|" + row(key(i), i) + "|1");
+        }
+        List<String> accumulators = new ArrayList<>();
+        groups.forEach((k, g) -> accumulators.add(row(k) + "|-|[" + g[0] + "," + g[1] + "]"));
+        List<String> right = new ArrayList<>();
+        for (long i = 0; i < n; i += 5) {
+            right.add(row(key(i)) + "|" + row(key(i), i) + "|1");
+        }
+        Map<String, Map<String, List<String>>> operators = new TreeMap<>();
+        operators.put(AGGREGATE, Map.of("accState", sorted(accumulators)));
+        operators.put(JOIN, Map.of("left-records", sorted(left), "right-records", sorted(right)));
+        return operators;
+    }
+
+    /** The V1 operator's event-time timers after the first {@code n} numbers: "key|timestamp". */
+    static List<String> expectedTimers(long n) {
+        TreeSet<String> timers = new TreeSet<>();
+        for (long i = 0; i < n; i++) {
+            timers.add(JsonText.string(key(i)) + "|" + (TIMER_BASE + i % 7));
+        }
+        return sorted(new ArrayList<>(timers));
+    }
+
+    /** A SQL row (k) or (k, v) as the tool renders it. */
+    private static String row(Object... fields) {
+        return JsonText.of(List.of(fields));
     }
 
     private static <V> List<String> lines(
@@ -186,6 +259,7 @@ final class ToolStateJob {
             seen.add(i);
             map.put(i % 4, "x" + i);
             ttlLast.update(i);
+            ctx.timerService().registerEventTimeTimer(TIMER_BASE + i % 7);
         }
     }
 }
