@@ -63,6 +63,13 @@ final class Dump {
         boolean found = false;
         for (CheckpointContents.Subtask subtask : operator.subtasks()) {
             try (SubtaskReader reader = contents.open(operator, subtask)) {
+                if (reader.metaProblem() != null) {
+                    err.printf(
+                            "dump: the state meta info of operator %s subtask %d does not decode"
+                                    + " here: %s (run with the job's jar: --classpath <jar>)%n",
+                            operator.label(), subtask.index(), reader.metaProblem());
+                    return 1;
+                }
                 StateMetaInfoSnapshot snapshot = reader.states().get(stateName);
                 if (snapshot == null || !reader.families().contains(stateName)) {
                     continue;

@@ -1,14 +1,18 @@
 package org.forstrs.tools;
 
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.configuration.GlobalConfiguration;
 import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
+import org.apache.flink.core.plugin.DefaultPluginManager;
+import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
 import org.apache.flink.core.plugin.PluginUtils;
 import org.apache.flink.util.TimeUtils;
 
 import java.io.File;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,11 +22,12 @@ import java.util.TreeSet;
 
 /**
  * The command line of ForSt-RS's tools, run with Flink's jars on the class path and its
- * configuration for file systems: {@code java -cp "$FLINK_HOME/lib/*" org.forstrs.tools.ForStTool
- * <command>} (the jar is in {@code lib/}). File systems are configured from {@code
+ * configuration for file systems: {@code java -jar $FLINK_HOME/lib/forstjni-<version>.jar
+ * <command>} ({@link ToolLauncher} adds Flink's jars) or {@code java -cp "$FLINK_HOME/lib/*"
+ * org.forstrs.tools.ForStTool <command>}. File systems are configured from {@code
  * FLINK_CONF_DIR} (else {@code $FLINK_HOME/conf}, else {@code conf}) and plugins found in {@code
- * FLINK_PLUGINS_DIR} (else {@code plugins}), as Flink's own processes do: run from Flink's
- * directory, it needs no settings.
+ * FLINK_PLUGINS_DIR} (else {@code $FLINK_HOME/plugins}, else {@code plugins}), as Flink's own
+ * processes do: run from Flink's directory or its jar in {@code lib/}, it needs no settings.
  */
 public final class ForStTool {
 
@@ -30,6 +35,10 @@ public final class ForStTool {
             String.join(
                     "\n",
                     "usage: ForStTool <command> ...",
+                    "   or: java -jar forstjni-<version>.jar [--classpath <jars>] <command> ...",
+                    "  (with Flink's jars from $FLINK_HOME/lib, or from the jar's own directory",
+                    "  when that is Flink's lib/; --classpath adds the classes the job's state",
+                    "  serializers name, e.g. its POJOs, else their states show as undecoded)",
                     "  gc <checkpoint dir> [--delete] [--min-age <duration>]",
                     "      Lists (with --delete: deletes) the files under the shared directories",
                     "      of the jobs in <checkpoint dir> (execution.checkpointing.dir) that no",
@@ -195,8 +204,11 @@ public final class ForStTool {
         return 0;
     }
 
-    private static Configuration initializeFileSystems() {
+    private static Configuration initializeFileSystems() throws IOException {
         String home = System.getenv("FLINK_HOME");
+        if (home == null) {
+            home = System.getProperty(ToolLauncher.FLINK_HOME_PROPERTY);
+        }
         String confDir = System.getenv("FLINK_CONF_DIR");
         if (confDir == null) {
             confDir = home != null ? home + "/conf" : "conf";
@@ -205,7 +217,15 @@ public final class ForStTool {
                 confDir != null && new File(confDir).isDirectory()
                         ? GlobalConfiguration.loadConfiguration(confDir)
                         : new Configuration();
-        FileSystem.initialize(config, PluginUtils.createPluginManagerFromRootFolder(config));
+        File plugins = home == null ? null : new File(home, "plugins");
+        boolean homePlugins = System.getenv("FLINK_PLUGINS_DIR") == null && plugins != null;
+        FileSystem.initialize(
+                config,
+                homePlugins && plugins.isDirectory()
+                        ? new DefaultPluginManager(
+                                new DirectoryBasedPluginFinder(plugins.toPath()).findPlugins(),
+                                CoreOptions.getPluginParentFirstLoaderPatterns(config))
+                        : PluginUtils.createPluginManagerFromRootFolder(config));
         return config;
     }
 }

@@ -98,6 +98,11 @@ final class Inspect {
                 bytes,
                 sharedFiles,
                 sharedBytes);
+        if (reader.metaProblem() != null) {
+            out.printf(
+                    "note operator=%s subtask=%d states-undecoded=%s%n",
+                    operator.label(), subtask.index(), JsonText.string(reader.metaProblem()));
+        }
         TypeSerializer<?> keySerializer = keySerializer(reader);
         Map<String, StateMetaInfoSnapshot> states = reader.states();
         Set<String> families = new java.util.TreeSet<>(reader.families());

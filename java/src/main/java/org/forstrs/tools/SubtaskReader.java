@@ -12,6 +12,8 @@ import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.forstrs.flink.snapshot.ForStAsyncSnapshot;
 import org.forstrs.jni.ForStNative;
 
+import javax.annotation.Nullable;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -40,17 +42,20 @@ public final class SubtaskReader implements AutoCloseable {
             int level, String name, String location, long bytes, long entries, String state) {}
 
     private final long handle;
-    private final KeyedBackendSerializationProxy<?> meta;
+    @Nullable private final KeyedBackendSerializationProxy<?> meta;
+    @Nullable private final String metaProblem;
     private final int keyGroupPrefixBytes;
     private final java.nio.file.Path scratch;
 
     private SubtaskReader(
             long handle,
-            KeyedBackendSerializationProxy<?> meta,
+            @Nullable KeyedBackendSerializationProxy<?> meta,
+            @Nullable String metaProblem,
             int keyGroupPrefixBytes,
             java.nio.file.Path scratch) {
         this.handle = handle;
         this.meta = meta;
+        this.metaProblem = metaProblem;
         this.keyGroupPrefixBytes = keyGroupPrefixBytes;
         this.scratch = scratch;
     }
@@ -60,8 +65,16 @@ public final class SubtaskReader implements AutoCloseable {
             throws IOException {
         KeyedBackendSerializationProxy<?> meta =
                 new KeyedBackendSerializationProxy<>(SubtaskReader.class.getClassLoader());
+        String metaProblem = null;
         try (InputStream in = checkpoint.getMetaDataStateHandle().openInputStream()) {
-            meta.read(new DataInputViewStreamWrapper(in));
+            try {
+                meta.read(new DataInputViewStreamWrapper(in));
+            } catch (IOException | RuntimeException | LinkageError e) {
+                // Serializer snapshots name the job's classes (a POJO's, say): without the job's
+                // jar they do not resolve. The files can still be verified and scanned.
+                meta = null;
+                metaProblem = String.valueOf(e.getMessage());
+            }
         }
         byte[] manifest = manifest(checkpoint);
         List<HandleAndLocalPath> shared = checkpoint.getSharedState();
@@ -97,7 +110,7 @@ public final class SubtaskReader implements AutoCloseable {
                             checkpoint.getKeyGroupRange().getStartKeyGroup(),
                             checkpoint.getKeyGroupRange().getEndKeyGroup(),
                             prefixBytes);
-            return new SubtaskReader(handle, meta, prefixBytes, scratch);
+            return new SubtaskReader(handle, meta, metaProblem, prefixBytes, scratch);
         } catch (Throwable t) {
             deleteScratch(scratch);
             throw t;
@@ -123,14 +136,30 @@ public final class SubtaskReader implements AutoCloseable {
                         + ": not written by the ForSt-RS state backend");
     }
 
-    /** The state meta info the checkpoint holds (names, kinds, serializers). */
+    /**
+     * The state meta info the checkpoint holds (names, kinds, serializers); null if it does not
+     * decode here ({@link #metaProblem}).
+     */
+    @Nullable
     public KeyedBackendSerializationProxy<?> meta() {
         return meta;
     }
 
-    /** The meta info of each state, by name, in the checkpoint's order. */
+    /**
+     * Why the meta info does not decode here (typically a class of the job missing from the
+     * class path), or null when it does.
+     */
+    @Nullable
+    public String metaProblem() {
+        return metaProblem;
+    }
+
+    /** The meta info of each state, by name, in the checkpoint's order; empty without meta. */
     public Map<String, StateMetaInfoSnapshot> states() {
         Map<String, StateMetaInfoSnapshot> states = new LinkedHashMap<>();
+        if (meta == null) {
+            return states;
+        }
         for (StateMetaInfoSnapshot snapshot : meta.getStateMetaInfoSnapshots()) {
             states.put(snapshot.getName(), snapshot);
         }

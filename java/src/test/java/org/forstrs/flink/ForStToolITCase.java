@@ -21,6 +21,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.URI;
@@ -88,6 +89,77 @@ class ForStToolITCase {
         assertThat(missing.out).contains("result=fail", file.getFileName().toString());
         Files.move(aside, file);
         assertThat(tool(new Configuration(), "verify", taken.b).status).isZero();
+
+        // The packaged jar as a command, in a JVM of its own, Flink's jars found in FLINK_HOME.
+        Path home = Files.createDirectories(primary.resolve("flink-home/lib"));
+        Path jar = Paths.get(System.getProperty("forstjni.jar"));
+        Files.copy(jar, home.resolve(jar.getFileName()));
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path dependency = Paths.get(entry);
+            if (entry.endsWith(".jar") && !Files.exists(home.resolve(dependency.getFileName()))) {
+                Files.createSymbolicLink(home.resolve(dependency.getFileName()), dependency);
+            }
+        }
+        // Without the job's classes the POJO state's serializers do not decode: its files are
+        // verified all the same, inspect says why its states are undecoded.
+        Result launched = launch(home.resolve(jar.getFileName()), "verify", taken.b);
+        assertThat(launched.status).as(launched.out + launched.err).isZero();
+        assertThat(launched.out).contains("result=pass databases=8 problems=0");
+        assertThat(launch(home.resolve(jar.getFileName()), "inspect", taken.b).out)
+                .containsPattern(
+                        "note operator=v1-state subtask=0 states-undecoded=\".*"
+                                + Pattern.quote(ToolStateJob.Point.class.getName()));
+        String jobClasses =
+                Paths.get(
+                                ToolStateJob.Point.class
+                                        .getProtectionDomain()
+                                        .getCodeSource()
+                                        .getLocation()
+                                        .toURI())
+                        .toString();
+        Result pojo =
+                launch(home.resolve(jar.getFileName()), "--classpath", jobClasses, "dump",
+                        taken.b, "--operator", ToolStateJob.V1_UID, "--state", "last", "--key",
+                        "k7");
+        assertThat(pojo.status).as(pojo.out + pojo.err).isZero();
+        assertThat(pojo.out.strip())
+                .endsWith("value={\"x\":" + (RECORDS - ToolStateJob.KEYS + 7) + ",\"y\":\"p"
+                        + (RECORDS - ToolStateJob.KEYS + 7) + "\"}");
+        String aggregate =
+                tool(new Configuration(), "inspect", taken.b)
+                        .out
+                        .lines()
+                        .filter(l -> l.matches("operator \\S+ id=\\S+ name=\"GroupAggregate.*"))
+                        .map(l -> l.split(" ")[1])
+                        .findFirst()
+                        .orElseThrow();
+        Result row =
+                launch(home.resolve(jar.getFileName()), "dump", taken.b, "--operator", aggregate,
+                        "--state", "accState", "--key", "k7", "--json");
+        assertThat(row.status).as(row.out + row.err).isZero();
+        assertThat(row.out)
+                .contains(
+                        "\"key\":[\"k7\"]", "\"value\":[" + RECORDS / ToolStateJob.KEYS + ",");
+    }
+
+    /** {@code java -jar <jar> args...} with FLINK_HOME the jar's lib/'s parent. */
+    private static Result launch(Path jar, String... args) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("-jar");
+        command.add(jar.toString());
+        command.addAll(List.of(args));
+        Path out = Files.createTempFile(jar.getParent(), "out", ".txt");
+        Path err = Files.createTempFile(jar.getParent(), "err", ".txt");
+        ProcessBuilder builder =
+                new ProcessBuilder(command)
+                        .redirectOutput(out.toFile())
+                        .redirectError(err.toFile());
+        builder.environment().put("FLINK_HOME", jar.getParent().getParent().toString());
+        builder.environment().remove("FLINK_CONF_DIR");
+        builder.environment().remove("FLINK_PLUGINS_DIR");
+        int status = builder.start().waitFor();
+        return new Result(status, Files.readString(out), Files.readString(err));
     }
 
     @Test
