@@ -47,8 +47,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@code ForStTool inspect}, {@code verify}, {@code diff} and {@code dump} on two retained
- * checkpoints of a job with State V1 and V2 (value, list, map; a POJO value; a TTL value;
- * event-time timers) and SQL aggregation and join state (RowData) on ForSt-RS, taken
+ * checkpoints of a job with State V1 and V2 (value, list, map, reducing, aggregating; a POJO
+ * value; a TTL value; event-time timers) and SQL aggregation and join state (RowData) on ForSt-RS, taken
  * while the input is held at known points (half the numbers, then all): entry counts and
  * decoded entries equal what the job wrote, {@code verify} passes, {@code diff} equals the
  * difference of the files each checkpoint references, and nothing under the job's checkpoint
@@ -287,7 +287,11 @@ class ForStToolITCase {
                 .containsEntry("by-mod", "map")
                 .containsEntry("last", "value")
                 .containsEntry("v1-seen", "list")
-                .containsEntry("v1-map", "map");
+                .containsEntry("v1-map", "map")
+                .containsEntry("sum", "reducing")
+                .containsEntry("avg", "aggregating")
+                .containsEntry("v1-sum", "reducing")
+                .containsEntry("v1-avg", "aggregating");
         assertThat(inspect.out)
                 .containsPattern("state \"ttl-last\" operator=v1-state subtask=0 kind=value"
                         + " type=KEY_VALUE ttl=true ")

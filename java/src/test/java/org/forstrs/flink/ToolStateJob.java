@@ -1,10 +1,15 @@
 package org.forstrs.flink;
 
+import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.AggregatingStateDescriptor;
 import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ReducingStateDescriptor;
 import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -26,8 +31,9 @@ import java.util.TreeSet;
 /**
  * The job {@code ForStToolITCase} looks at: numbers {@code 0..n-1} from one source subtask,
  * keyed by {@code "k" + i % KEYS} into an operator with State V2 ({@code count}, list {@code
- * seen}, map {@code by-mod}) and one with State V1 (POJO value {@code last}, list {@code
- * v1-seen}, map {@code v1-map}, a value with a TTL, {@code ttl-last}, and event-time timers that
+ * seen}, map {@code by-mod}, reducing {@code sum}, aggregating {@code avg}) and one with State V1
+ * (POJO value {@code last}, list {@code v1-seen}, map {@code v1-map}, reducing {@code v1-sum},
+ * aggregating {@code v1-avg}, a value with a TTL, {@code ttl-last}, and event-time timers that
  * never fire, as no watermark comes), and SQL over the same numbers as rows {@code (k, v)}: a
  * {@code GROUP BY k} aggregation and a regular join of the rows with those of {@code v % 5 == 0}
  * on {@code k} (State V1 operators, with {@code RowData} keys and values). {@link #expected} is
@@ -98,6 +104,8 @@ final class ToolStateJob {
         Map<String, Long> count = new TreeMap<>();
         Map<String, List<Long>> seen = new TreeMap<>();
         Map<String, Long> byMod = new TreeMap<>();
+        Map<String, Long> sum = new TreeMap<>();
+        Map<String, long[]> avg = new TreeMap<>();
         Map<String, Long> last = new TreeMap<>();
         Map<String, String> v1Map = new TreeMap<>();
         for (long i = 0; i < n; i++) {
@@ -105,6 +113,10 @@ final class ToolStateJob {
             count.merge(k, 1L, Long::sum);
             seen.computeIfAbsent(k, x -> new ArrayList<>()).add(i);
             byMod.put(k + "|\"m" + i % 3 + "\"", i);
+            sum.merge(k, i, Long::sum);
+            long[] acc = avg.computeIfAbsent(k, x -> new long[2]);
+            acc[0] += i;
+            acc[1]++;
             last.put(k, i);
             v1Map.put(k + "|" + i % 4, "\"x" + i + "\"");
         }
@@ -112,6 +124,10 @@ final class ToolStateJob {
         states.put("count", lines(count, v -> Long.toString(v)));
         states.put("seen", lines(seen, JsonText::of));
         states.put("v1-seen", lines(seen, JsonText::of));
+        for (String prefix : List.of("", "v1-")) {
+            states.put(prefix + "sum", lines(sum, v -> Long.toString(v)));
+            states.put(prefix + "avg", lines(avg, a -> "[" + a[0] + "," + a[1] + "]"));
+        }
         states.put("last", lines(last, i -> "{\"x\":" + i + ",\"y\":\"p" + i + "\"}"));
         List<String> mapLines = new ArrayList<>();
         byMod.forEach((k, v) -> mapLines.add(quoteKey(k) + "|" + v));
@@ -194,11 +210,41 @@ final class ToolStateJob {
         }
     }
 
+    /** The mean of the numbers, with (sum, count) as its accumulator. */
+    private static final class Average
+            implements AggregateFunction<Long, Tuple2<Long, Long>, Double> {
+        private static final long serialVersionUID = 1L;
+        static final TypeInformation<Tuple2<Long, Long>> TYPE =
+                Types.TUPLE(Types.LONG, Types.LONG);
+
+        @Override
+        public Tuple2<Long, Long> createAccumulator() {
+            return Tuple2.of(0L, 0L);
+        }
+
+        @Override
+        public Tuple2<Long, Long> add(Long value, Tuple2<Long, Long> acc) {
+            return Tuple2.of(acc.f0 + value, acc.f1 + 1);
+        }
+
+        @Override
+        public Double getResult(Tuple2<Long, Long> acc) {
+            return acc.f1 == 0 ? null : (double) acc.f0 / acc.f1;
+        }
+
+        @Override
+        public Tuple2<Long, Long> merge(Tuple2<Long, Long> a, Tuple2<Long, Long> b) {
+            return Tuple2.of(a.f0 + b.f0, a.f1 + b.f1);
+        }
+    }
+
     private static final class V2State extends KeyedProcessFunction<String, Long, Long> {
         private static final long serialVersionUID = 1L;
         private transient org.apache.flink.api.common.state.v2.ValueState<Long> count;
         private transient org.apache.flink.api.common.state.v2.ListState<Long> seen;
         private transient org.apache.flink.api.common.state.v2.MapState<String, Long> byMod;
+        private transient org.apache.flink.api.common.state.v2.ReducingState<Long> sum;
+        private transient org.apache.flink.api.common.state.v2.AggregatingState<Long, Double> avg;
 
         @Override
         public void open(OpenContext openContext) {
@@ -217,6 +263,18 @@ final class ToolStateJob {
                             .getMapState(
                                     new org.apache.flink.api.common.state.v2.MapStateDescriptor<>(
                                             "by-mod", Types.STRING, Types.LONG));
+            sum =
+                    getRuntimeContext()
+                            .getReducingState(
+                                    new org.apache.flink.api.common.state.v2
+                                            .ReducingStateDescriptor<>(
+                                            "sum", Long::sum, Types.LONG));
+            avg =
+                    getRuntimeContext()
+                            .getAggregatingState(
+                                    new org.apache.flink.api.common.state.v2
+                                            .AggregatingStateDescriptor<>(
+                                            "avg", new Average(), Average.TYPE));
         }
 
         @Override
@@ -224,6 +282,8 @@ final class ToolStateJob {
             count.asyncValue().thenCompose(c -> count.asyncUpdate(c == null ? 1 : c + 1));
             seen.asyncAdd(i);
             byMod.asyncPut("m" + i % 3, i);
+            sum.asyncAdd(i);
+            avg.asyncAdd(i);
         }
     }
 
@@ -232,6 +292,8 @@ final class ToolStateJob {
         private transient org.apache.flink.api.common.state.ValueState<Point> last;
         private transient org.apache.flink.api.common.state.ListState<Long> seen;
         private transient org.apache.flink.api.common.state.MapState<Long, String> map;
+        private transient org.apache.flink.api.common.state.ReducingState<Long> sum;
+        private transient org.apache.flink.api.common.state.AggregatingState<Long, Double> avg;
         private transient org.apache.flink.api.common.state.ValueState<Long> ttlLast;
 
         @Override
@@ -251,6 +313,16 @@ final class ToolStateJob {
             ValueStateDescriptor<Long> ttl = new ValueStateDescriptor<>("ttl-last", Types.LONG);
             ttl.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofDays(1)).build());
             ttlLast = getRuntimeContext().getState(ttl);
+            sum =
+                    getRuntimeContext()
+                            .getReducingState(
+                                    new ReducingStateDescriptor<>(
+                                            "v1-sum", Long::sum, Types.LONG));
+            avg =
+                    getRuntimeContext()
+                            .getAggregatingState(
+                                    new AggregatingStateDescriptor<>(
+                                            "v1-avg", new Average(), Average.TYPE));
         }
 
         @Override
@@ -258,6 +330,8 @@ final class ToolStateJob {
             last.update(new Point(i));
             seen.add(i);
             map.put(i % 4, "x" + i);
+            sum.add(i);
+            avg.add(i);
             ttlLast.update(i);
             ctx.timerService().registerEventTimeTimer(TIMER_BASE + i % 7);
         }
