@@ -47,15 +47,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * {@code ForStTool inspect}, {@code verify}, {@code diff} and {@code dump} on two retained
- * checkpoints of a job with State V1 and V2 (value, list, map, reducing, aggregating; a POJO
- * value; a TTL value; event-time timers) and SQL aggregation and join state (RowData) on ForSt-RS, taken
- * while the input is held at known points (half the numbers, then all): entry counts and
- * decoded entries equal what the job wrote, {@code verify} passes, {@code diff} equals the
- * difference of the files each checkpoint references, and nothing under the job's checkpoint
- * directory changes or appears. Locally also: {@code verify} fails naming the file after one
- * byte of an SST is flipped and after an SST is deleted. On a local directory, on the S3 test
- * server (checkpoints through Flink's native S3 file system, read by the engine's S3 store) and
- * on HDFS (a MiniDFSCluster, read through the Flink file-system proxy).
+ * checkpoints and a native savepoint of a job with State V1 and V2 (value, list, map, reducing,
+ * aggregating; a POJO value; a TTL value; event-time timers) and SQL aggregation and join state
+ * (RowData) on ForSt-RS, taken while the input is held at known points (half the numbers, then
+ * all): entry counts, file sizes and decoded entries equal what the job wrote, {@code verify}
+ * passes, {@code diff} equals the difference of the files each checkpoint references, and
+ * nothing under the job's checkpoint directory changes or appears. Locally also: {@code verify}
+ * fails naming the file after one byte of an SST is flipped and after an SST is deleted, and the
+ * packaged jar runs as a command ({@code java -jar}) with and without the job's classes. On a
+ * local directory, on the S3 test server (checkpoints through Flink's native S3 file system,
+ * read by the engine's S3 store) and on HDFS (a MiniDFSCluster, read through the Flink
+ * file-system proxy).
  */
 class ForStToolITCase {
 
@@ -307,6 +309,7 @@ class ForStToolITCase {
         assertThat(inspect.out)
                 .contains("operator " + ToolStateJob.V2_UID, "operator " + ToolStateJob.V1_UID)
                 .contains("type=KEY_VALUE_V2", "type=KEY_VALUE ");
+        checkSizes(inspect.out);
 
         for (Map.Entry<String, List<String>> e : expected.entrySet()) {
             String operator =
@@ -374,6 +377,46 @@ class ForStToolITCase {
                         "--state", "count", "--key-prefix", "k1");
         // k1 and k10..k19
         assertThat(prefix.out.strip().split("\n")).hasSize(11);
+    }
+
+    /**
+     * Each file's bytes in {@code inspect}'s output are the file's length where it lies, and each
+     * subtask's files and bytes add up its file lines.
+     */
+    private static void checkSizes(String inspect) throws Exception {
+        Map<String, long[]> perSubtask = new TreeMap<>();
+        Matcher file =
+                Pattern.compile(
+                                "(?m)^file \\S+ operator=(\\S+) subtask=(\\d+) .* bytes=(\\d+)"
+                                        + " entries=\\d+ shared=\\S+ location=(\\S+)$")
+                        .matcher(inspect);
+        while (file.find()) {
+            org.apache.flink.core.fs.Path location = flinkPath(file.group(4));
+            assertThat(location.getFileSystem().getFileStatus(location).getLen())
+                    .as("bytes of %s", location)
+                    .isEqualTo(Long.parseLong(file.group(3)));
+            long[] sums =
+                    perSubtask.computeIfAbsent(
+                            file.group(1) + " " + file.group(2), k -> new long[2]);
+            sums[0]++;
+            sums[1] += Long.parseLong(file.group(3));
+        }
+        assertThat(perSubtask).hasSize(8);
+        perSubtask.forEach(
+                (subtask, sums) -> {
+                    String[] parts = subtask.split(" ");
+                    assertThat(inspect)
+                            .containsPattern(
+                                    "(?m)^subtask "
+                                            + parts[1]
+                                            + " operator="
+                                            + Pattern.quote(parts[0])
+                                            + " .* files="
+                                            + sums[0]
+                                            + " bytes="
+                                            + sums[1]
+                                            + " ");
+                });
     }
 
     /** The state's entries as `dump` prints them, each "key|user key|value", sorted. */
