@@ -122,6 +122,17 @@ public final class CheckpointContents {
         return operators;
     }
 
+    /** The operator {@code selector} names (uid, id or name; the last in label order). */
+    public Optional<Operator> operator(String selector) {
+        Operator found = null;
+        for (Operator candidate : operators) {
+            if (candidate.matches(selector)) {
+                found = candidate;
+            }
+        }
+        return Optional.ofNullable(found);
+    }
+
     /** Opens a subtask's database read-only; the caller closes it. */
     public SubtaskReader open(Operator operator, Subtask subtask) throws IOException {
         return SubtaskReader.open(

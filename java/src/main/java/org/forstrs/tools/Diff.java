@@ -7,6 +7,8 @@ import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -20,6 +22,18 @@ final class Diff {
 
     private Diff() {}
 
+    /**
+     * Files and bytes per operator or state ({@code name}: an operator's label; a state's line
+     * head, {@code "<state>" operator=<label>}): added, removed and shared files and bytes.
+     */
+    record Row(String name, long[] counts) {}
+
+    /** A file one checkpoint references and the other does not. */
+    record Change(boolean added, String file, long bytes, String operator) {}
+
+    /** The difference of two checkpoints, in the order the text prints it. */
+    record Result(List<Row> operators, List<Row> states, List<Change> files, long[] total) {}
+
     static int run(String[] args, PrintStream out, PrintStream err, Configuration config)
             throws Exception {
         if (args.length != 3 || args[1].startsWith("--") || args[2].startsWith("--")) {
@@ -27,13 +41,35 @@ final class Diff {
                     "diff: expected two checkpoint or savepoint directories\n" + ForStTool.USAGE);
             return 2;
         }
-        Map<String, Map<String, Long>> a = perOperator(ReferencedFiles.load(new Path(args[1])));
-        Map<String, Map<String, Long>> b = perOperator(ReferencedFiles.load(new Path(args[2])));
+        Result result = of(new Path(args[1]), new Path(args[2]), config);
+        for (Row operator : result.operators()) {
+            out.println("operator " + operator.name() + " " + line(operator.counts()));
+        }
+        for (Row state : result.states()) {
+            out.println("state " + state.name() + " " + line(state.counts()));
+        }
+        for (Change change : result.files()) {
+            out.printf(
+                    "%s %s bytes=%d operator=%s%n",
+                    change.added() ? "added" : "removed",
+                    change.file(),
+                    change.bytes(),
+                    change.operator());
+        }
+        out.println("total " + line(result.total()));
+        return 0;
+    }
+
+    /** What {@code b} references and {@code a} does not, the other way round, and both. */
+    static Result of(Path pathA, Path pathB, Configuration config) throws IOException {
+        Map<String, Map<String, Long>> a = perOperator(ReferencedFiles.load(pathA));
+        Map<String, Map<String, Long>> b = perOperator(ReferencedFiles.load(pathB));
         Map<String, Map<String, Long>> operators = new TreeMap<>();
         a.keySet().forEach(op -> operators.put(op, null));
         b.keySet().forEach(op -> operators.put(op, null));
         long[] total = new long[6];
-        StringBuilder files = new StringBuilder();
+        List<Row> operatorRows = new ArrayList<>();
+        List<Change> files = new ArrayList<>();
         for (String operator : operators.keySet()) {
             Map<String, Long> before = a.getOrDefault(operator, Map.of());
             Map<String, Long> after = b.getOrDefault(operator, Map.of());
@@ -44,10 +80,7 @@ final class Diff {
                         counts[at]++;
                         counts[at + 1] += size;
                         if (at == 0) {
-                            files.append(
-                                    String.format(
-                                            "added %s bytes=%d operator=%s%n",
-                                            file, size, operator));
+                            files.add(new Change(true, file, size, operator));
                         }
                     });
             before.forEach(
@@ -55,19 +88,16 @@ final class Diff {
                         if (!after.containsKey(file)) {
                             counts[2]++;
                             counts[3] += size;
-                            files.append(
-                                    String.format(
-                                            "removed %s bytes=%d operator=%s%n",
-                                            file, size, operator));
+                            files.add(new Change(false, file, size, operator));
                         }
                     });
-            out.println("operator " + operator + " " + line(counts));
+            operatorRows.add(new Row(operator, counts));
             for (int i = 0; i < 6; i++) {
                 total[i] += counts[i];
             }
         }
-        Map<String, Long> sstsA = ssts(new Path(args[1]), config);
-        Map<String, Long> sstsB = ssts(new Path(args[2]), config);
+        Map<String, Long> sstsA = ssts(pathA, config);
+        Map<String, Long> sstsB = ssts(pathB, config);
         Map<String, long[]> states = new TreeMap<>();
         sstsB.forEach(
                 (file, size) -> {
@@ -84,10 +114,52 @@ final class Diff {
                         counts[3] += size;
                     }
                 });
-        states.forEach((state, counts) -> out.println("state " + state + " " + line(counts)));
-        out.print(files);
-        out.println("total " + line(total));
-        return 0;
+        List<Row> stateRows = new ArrayList<>();
+        states.forEach((state, counts) -> stateRows.add(new Row(state, counts)));
+        return new Result(
+                List.copyOf(operatorRows), List.copyOf(stateRows), List.copyOf(files), total);
+    }
+
+    /** The difference as one JSON object (the web monitor's {@code /api/diff}). */
+    static String json(Result result) {
+        Json out = new Json().open().array("operators");
+        for (Row row : result.operators()) {
+            counts(out.open().field("operator", row.name()), row.counts()).close();
+        }
+        out.end().array("states");
+        for (Row row : result.states()) {
+            // The row's name is the text line's head: "<state>" operator=<label>.
+            int space = row.name().lastIndexOf(" operator=");
+            String state = row.name().substring(0, space);
+            counts(
+                            out.open()
+                                    .raw("state", state)
+                                    .field(
+                                            "operator",
+                                            row.name().substring(space + " operator=".length())),
+                            row.counts())
+                    .close();
+        }
+        out.end().array("files");
+        for (Change change : result.files()) {
+            out.open()
+                    .field("change", change.added() ? "added" : "removed")
+                    .field("file", change.file())
+                    .field("bytes", change.bytes())
+                    .field("operator", change.operator())
+                    .close();
+        }
+        out.end();
+        return counts(out.object("total"), result.total()).close().close().toString();
+    }
+
+    private static Json counts(Json out, long[] c) {
+        return out.field("addedFiles", c[0])
+                .field("addedBytes", c[1])
+                .field("removedFiles", c[2])
+                .field("removedBytes", c[3])
+                .field("sharedFiles", c[4])
+                .field("sharedBytes", c[5]);
     }
 
     private static String line(long[] c) {

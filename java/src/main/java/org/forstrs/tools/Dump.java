@@ -1,12 +1,9 @@
 package org.forstrs.tools;
 
-import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.Path;
-import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 
 import java.io.PrintStream;
-import java.util.Iterator;
 import java.util.List;
 
 /**
@@ -50,64 +47,27 @@ final class Dump {
             return 2;
         }
         CheckpointContents contents = CheckpointContents.load(new Path(dir), config);
-        CheckpointContents.Operator operator = null;
-        for (CheckpointContents.Operator candidate : contents.operators()) {
-            if (candidate.matches(operatorName)) {
-                operator = candidate;
-            }
-        }
+        CheckpointContents.Operator operator = contents.operator(operatorName).orElse(null);
         if (operator == null) {
             err.println("dump: no operator " + operatorName + " in " + dir);
             return 1;
         }
-        boolean found = false;
-        for (CheckpointContents.Subtask subtask : operator.subtasks()) {
-            try (SubtaskReader reader = contents.open(operator, subtask)) {
-                if (reader.metaProblem() != null) {
-                    err.printf(
-                            "dump: the state meta info of operator %s subtask %d does not decode"
-                                    + " here: %s (run with the job's jar: --classpath <jar>)%n",
-                            operator.label(), subtask.index(), reader.metaProblem());
-                    return 1;
-                }
-                StateMetaInfoSnapshot snapshot = reader.states().get(stateName);
-                if (snapshot == null || !reader.families().contains(stateName)) {
-                    continue;
-                }
-                found = true;
-                TypeSerializer<?> keySerializer = Inspect.keySerializer(reader);
-                EntryDecoder decoder =
-                        new EntryDecoder(
-                                StateDescription.of(snapshot),
-                                keySerializer,
-                                reader.keyGroupPrefixBytes());
-                KeyPrefix.Range range =
-                        key == null
-                                ? null
-                                : KeyPrefix.of(
-                                        key,
-                                        keySerializer,
-                                        operator.state().getMaxParallelism(),
-                                        reader.keyGroupPrefixBytes());
-                if (range != null
-                        && !subtask.handle().getKeyGroupRange().contains(range.keyGroup())) {
-                    continue;
-                }
-                Iterator<byte[][]> entries =
-                        range == null
-                                ? reader.scan(stateName).iterator()
-                                : reader.scan(stateName, range.from(), range.to()).iterator();
-                while (entries.hasNext()) {
-                    byte[][] raw = entries.next();
-                    EntryDecoder.Entry entry = decoder.decode(raw[0], raw[1]);
-                    if ((key != null && !entry.keyText().equals(key))
-                            || (keyPrefix != null && !entry.keyText().startsWith(keyPrefix))) {
-                        continue;
-                    }
-                    out.println(json ? json(subtask.index(), entry) : text(subtask.index(), entry));
-                }
-            }
-        }
+        boolean asJson = json;
+        boolean found =
+                StateEntries.read(
+                        contents,
+                        operator,
+                        stateName,
+                        key,
+                        keyPrefix,
+                        null,
+                        f -> {
+                            out.println(
+                                    asJson
+                                            ? json(f.subtask(), f.entry())
+                                            : text(f.subtask(), f.entry()));
+                            return true;
+                        });
         if (!found) {
             err.println("dump: operator " + operator.label() + " has no state " + stateName);
             return 1;
@@ -127,7 +87,7 @@ final class Dump {
                         "value=" + e.value()));
     }
 
-    private static String json(int subtask, EntryDecoder.Entry e) {
+    static String json(int subtask, EntryDecoder.Entry e) {
         return "{\"subtask\":"
                 + subtask
                 + ",\"keyGroup\":"

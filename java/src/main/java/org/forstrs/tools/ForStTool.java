@@ -55,7 +55,8 @@ public final class ForStTool {
                     "        operator <uid or id> id= name= parallelism= max-parallelism=",
                     "            forst-subtasks= other-keyed-handles=",
                     "        subtask <i> operator= key-groups=<first>-<last> checkpoint-id= files=",
-                    "            bytes= shared-files= shared-bytes=",
+                    "            bytes= shared-files= shared-bytes= oldest=<file>@<time>",
+                    "            newest=<file>@<time>   (by modification time, ISO-8601 UTC)",
                     "        state <name> operator= subtask= kind=value|list|map|reducing|",
                     "            aggregating|timers|unknown type= ttl= entries= files= bytes= key=",
                     "            namespace= user-key= value=   (serializers; '-' where none)",
@@ -86,6 +87,13 @@ public final class ForStTool {
                     "      user-key '-' unless a map). --json: one object per line with",
                     "      subtask, keyGroup, key, namespace, userKey (maps), value. Bytes no",
                     "      serializer decodes are shown as {\"raw\":\"<hex>\"}.",
+                    "  serve <job, checkpoint or savepoint dir> [--port <n>] [--bind <address>]",
+                    "      A read-only web monitor of the checkpoints in the directory (itself,",
+                    "      its chk-<n> and savepoint directories, and those of its job",
+                    "      directories): operators, states, files, key lookup, paged scans and",
+                    "      diffs, as a page and as JSON under /api/. Binds 127.0.0.1 and port",
+                    "      8081 unless told (--port 0: a free port); prints 'serving <url>'",
+                    "      first, then serves until stopped. Never writes.",
                     "Exit status: 0 done, 1 failed, 2 wrong usage.");
 
     private ForStTool() {}
@@ -131,6 +139,8 @@ public final class ForStTool {
                 return Diff.run(args, out, err, config);
             case "dump":
                 return Dump.run(args, out, err, config);
+            case "serve":
+                return serve(args, out, err, config);
             default:
                 err.println("unknown command: " + args[0] + "\n" + USAGE);
                 return 2;
@@ -186,6 +196,52 @@ public final class ForStTool {
         }
         if (!delete && jobs.stream().anyMatch(j -> !j.unreferenced.isEmpty())) {
             out.println("nothing deleted: run again with --delete to delete the files listed");
+        }
+        return 0;
+    }
+
+    /** Serves until the thread is interrupted (in-process callers stop it so). */
+    private static int serve(String[] args, PrintStream out, PrintStream err, Configuration config)
+            throws Exception {
+        String root = null;
+        String bind = "127.0.0.1";
+        int port = 8081;
+        for (int i = 1; i < args.length; i++) {
+            boolean hasValue = i + 1 < args.length;
+            if (args[i].equals("--port") && hasValue) {
+                try {
+                    port = Integer.parseInt(args[++i]);
+                } catch (NumberFormatException e) {
+                    port = -1;
+                }
+                if (port < 0 || port > 65535) {
+                    err.println("serve: --port must be 0..65535\n" + USAGE);
+                    return 2;
+                }
+            } else if (args[i].equals("--bind") && hasValue) {
+                bind = args[++i];
+            } else if (root == null && !args[i].startsWith("--")) {
+                root = args[i];
+            } else {
+                err.println("serve: unexpected argument " + args[i] + "\n" + USAGE);
+                return 2;
+            }
+        }
+        if (root == null) {
+            err.println("serve: the directory is missing\n" + USAGE);
+            return 2;
+        }
+        Path dir = new Path(root);
+        if (!dir.getFileSystem().exists(dir)) {
+            err.println("serve: no directory " + root);
+            return 1;
+        }
+        try (WebMonitor monitor = WebMonitor.start(dir, bind, port, config)) {
+            out.println("serving " + monitor.url());
+            out.flush();
+            new java.util.concurrent.CountDownLatch(1).await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         return 0;
     }
