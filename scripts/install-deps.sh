@@ -6,6 +6,8 @@ set -euo pipefail
 # clang/libclang: bindgen for the rocksdb dev-dependency; librocksdb-dev: the prebuilt RocksDB it
 # links (see .cargo/config.toml) instead of compiling C++ for half an hour.
 apt_packages=(clang libclang-dev librocksdb-dev)
+# chromium and its chromedriver: the headless browser WebMonitorITCase drives (Selenium).
+apt_packages+=(chromium chromium-driver)
 python3 --version >/dev/null 2>&1 || apt_packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || apt_packages+=(python3-pip)
 # Java 17 (JDK: javac, and libjvm for the JNI tests in cargo test) and Maven build java/.
