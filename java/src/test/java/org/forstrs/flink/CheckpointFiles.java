@@ -1,5 +1,6 @@
 package org.forstrs.flink;
 
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.runtime.checkpoint.Checkpoints;
@@ -12,12 +13,15 @@ import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 
+import org.forstrs.tools.ReferencedFiles;
+
 import java.io.DataInputStream;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.security.MessageDigest;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -25,9 +29,13 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -227,5 +235,60 @@ final class CheckpointFiles {
         return Paths.get(((FileStateHandle) handle).getFilePath().toUri().getPath())
                 .toAbsolutePath()
                 .normalize();
+    }
+
+    /**
+     * Waits for a checkpoint of {@code job} triggered after now and completed; returns its URI.
+     * Flink runs one checkpoint at a time in the tests: of two that complete after now, the
+     * second was triggered after the first completed, so its barrier follows every record the
+     * input handed on so far.
+     */
+    static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
+        Set<Long> before = completedIds(jobDir);
+        Await.until(
+                "two checkpoints completed after " + before,
+                () -> {
+                    Set<Long> since = completedIds(jobDir);
+                    since.removeAll(before);
+                    return since.size() >= 2;
+                },
+                job);
+        Set<Long> since = completedIds(jobDir);
+        since.removeAll(before);
+        return jobDir + "/chk-" + Collections.max(since);
+    }
+
+    /**
+     * Everything under {@code dir} on any Flink file system, by {@link ReferencedFiles#key}: each
+     * file with a hash of its bytes and its modification time, each directory as {@code "dir"}
+     * (key ending in '/'). Files the JobManager deletes meanwhile are left out.
+     */
+    static Map<String, String> hashedContents(String dir) throws Exception {
+        Map<String, String> files = new TreeMap<>();
+        org.apache.flink.core.fs.Path root = new org.apache.flink.core.fs.Path(dir);
+        collect(root.getFileSystem(), root, files);
+        return files;
+    }
+
+    private static void collect(
+            FileSystem fs, org.apache.flink.core.fs.Path dir, Map<String, String> files)
+            throws Exception {
+        FileStatus[] children = fs.listStatus(dir);
+        for (FileStatus child : children == null ? new FileStatus[0] : children) {
+            if (child.isDir()) {
+                files.put(ReferencedFiles.key(child.getPath()) + "/", "dir");
+                collect(fs, child.getPath(), files);
+                continue;
+            }
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            try (InputStream in = fs.open(child.getPath())) {
+                digest.update(in.readAllBytes());
+            } catch (FileNotFoundException e) {
+                continue; // the JobManager discarding a subsumed checkpoint meanwhile
+            }
+            files.put(
+                    ReferencedFiles.key(child.getPath()),
+                    HexFormat.of().formatHex(digest.digest()) + " " + child.getModificationTime());
+        }
     }
 }

@@ -5,7 +5,6 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.plugin.DefaultPluginManager;
 import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
@@ -22,18 +21,14 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -213,10 +208,10 @@ class ForStToolITCase {
         JobClient job = env.executeAsync("state for the tools");
         String jobDir = checkpoints.replaceAll("/+$", "") + "/" + job.getJobID();
         Await.until("half the input", () -> PacedSequence.generated(run) >= RECORDS / 2, job);
-        String a = checkpointAfterNow(job, jobDir);
+        String a = CheckpointFiles.checkpointAfterNow(job, jobDir);
         PacedSequence.holdAt(run, RECORDS);
         Await.until("all the input", () -> PacedSequence.generated(run) >= RECORDS, job);
-        String b = checkpointAfterNow(job, jobDir);
+        String b = CheckpointFiles.checkpointAfterNow(job, jobDir);
         // triggered now, after every record: a native savepoint holds all of them
         String savepoint =
                 job.triggerSavepoint(
@@ -227,7 +222,7 @@ class ForStToolITCase {
         // The job's own MiniCluster shuts down once the job ended: wait on its result.
         job.getJobExecutionResult().handle((result, failure) -> null).get();
 
-        Map<String, String> before = contents(jobDir);
+        Map<String, String> before = CheckpointFiles.hashedContents(jobDir);
         Set<String> referenced = new TreeSet<>(ReferencedFiles.of(flinkPath(a)));
         referenced.addAll(ReferencedFiles.of(flinkPath(b)));
         assertThat(before.keySet()).containsAll(referenced);
@@ -245,7 +240,7 @@ class ForStToolITCase {
         assertThat(verifySavepoint.status).as(verifySavepoint.out).isZero();
         assertThat(verifySavepoint.out).contains("result=pass databases=8 problems=0");
 
-        Map<String, String> after = contents(jobDir);
+        Map<String, String> after = CheckpointFiles.hashedContents(jobDir);
         assertThat(after.keySet()).as("files the tools created").isSubsetOf(before.keySet());
         for (String file : referenced) {
             assertThat(after.get(file)).as("bytes of %s", file).isEqualTo(before.get(file));
@@ -537,54 +532,9 @@ class ForStToolITCase {
         return largest;
     }
 
-    /**
-     * Waits for a checkpoint triggered after now and completed; returns its URI. Flink runs one
-     * checkpoint at a time here: of two that complete after now, the second was triggered after
-     * the first completed, so its barrier follows every record the input handed on so far.
-     */
-    private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
-        Set<Long> before = CheckpointFiles.completedIds(jobDir);
-        Await.until(
-                "two checkpoints completed after " + before,
-                () -> {
-                    Set<Long> since = CheckpointFiles.completedIds(jobDir);
-                    since.removeAll(before);
-                    return since.size() >= 2;
-                },
-                job);
-        Set<Long> since = CheckpointFiles.completedIds(jobDir);
-        since.removeAll(before);
-        return jobDir + "/chk-" + Collections.max(since);
-    }
 
-    /** Every file under {@code dir} (as a {@link ReferencedFiles#key}) with a hash of its bytes. */
-    private static Map<String, String> contents(String dir) throws Exception {
-        Map<String, String> files = new TreeMap<>();
-        org.apache.flink.core.fs.Path root = new org.apache.flink.core.fs.Path(dir);
-        collect(root.getFileSystem(), root, files);
-        return files;
-    }
 
-    private static void collect(
-            FileSystem fs, org.apache.flink.core.fs.Path dir, Map<String, String> files)
-            throws Exception {
-        FileStatus[] children = fs.listStatus(dir);
-        for (FileStatus child : children == null ? new FileStatus[0] : children) {
-            if (child.isDir()) {
-                collect(fs, child.getPath(), files);
-                continue;
-            }
-            MessageDigest digest = MessageDigest.getInstance("SHA-256");
-            try (InputStream in = fs.open(child.getPath())) {
-                digest.update(in.readAllBytes());
-            } catch (java.io.FileNotFoundException e) {
-                continue; // the JobManager discarding a subsumed checkpoint meanwhile
-            }
-            files.put(
-                    ReferencedFiles.key(child.getPath()),
-                    HexFormat.of().formatHex(digest.digest()));
-        }
-    }
+
 
     private static org.apache.flink.core.fs.Path flinkPath(String uri) {
         return new org.apache.flink.core.fs.Path(uri);

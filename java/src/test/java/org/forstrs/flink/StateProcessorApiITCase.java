@@ -4,8 +4,6 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.core.fs.FileStatus;
-import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.runtime.state.StateBackend;
 import org.apache.flink.state.api.OperatorIdentifier;
 import org.apache.flink.state.api.SavepointReader;
@@ -19,17 +17,11 @@ import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.InputStream;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
 import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -66,7 +58,7 @@ class StateProcessorApiITCase {
         config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
         String dir = checkpoints.toUri().toString();
         Taken taken = runJob(config, dir, true, SavepointFormatType.NATIVE);
-        Map<String, String> before = contents(dir);
+        Map<String, String> before = CheckpointFiles.hashedContents(dir);
 
         for (String path : List.of(taken.checkpoint, taken.savepoint)) {
             long n = path.equals(taken.checkpoint) ? RECORDS / 2 : RECORDS;
@@ -81,7 +73,9 @@ class StateProcessorApiITCase {
                     .hasStackTraceContaining(SQL_REFUSES_NATIVE);
         }
 
-        assertThat(contents(dir)).as("the checkpoint directory after reading").isEqualTo(before);
+        assertThat(CheckpointFiles.hashedContents(dir))
+                .as("the checkpoint directory after reading")
+                .isEqualTo(before);
     }
 
     @Test
@@ -198,7 +192,7 @@ class StateProcessorApiITCase {
         String root = checkpoints.replaceAll("/+$", "");
         String jobDir = root + "/" + job.getJobID();
         Await.until("half the input", () -> PacedSequence.generated(run) >= RECORDS / 2, job);
-        String checkpoint = checkpointAfterNow(job, jobDir);
+        String checkpoint = CheckpointFiles.checkpointAfterNow(job, jobDir);
         PacedSequence.holdAt(run, RECORDS);
         Await.until("all the input", () -> PacedSequence.generated(run) >= RECORDS, job);
         // Triggered after every record was handed on: each savepoint holds all of them.
@@ -209,50 +203,9 @@ class StateProcessorApiITCase {
         return new Taken(checkpoint, savepoint);
     }
 
-    /**
-     * Waits for a checkpoint triggered after now and completed; returns its URI. Flink runs one
-     * checkpoint at a time here: of two that complete after now, the second was triggered after
-     * the first completed, so its barrier follows every record the input handed on so far.
-     */
-    private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
-        Set<Long> before = CheckpointFiles.completedIds(jobDir);
-        Await.until(
-                "two checkpoints completed after " + before,
-                () -> {
-                    Set<Long> since = CheckpointFiles.completedIds(jobDir);
-                    since.removeAll(before);
-                    return since.size() >= 2;
-                },
-                job);
-        Set<Long> since = CheckpointFiles.completedIds(jobDir);
-        since.removeAll(before);
-        return jobDir + "/chk-" + Collections.max(since);
-    }
 
-    /** Every file under {@code dir} (its path) with a hash of its bytes. */
-    private static Map<String, String> contents(String dir) throws Exception {
-        Map<String, String> files = new TreeMap<>();
-        org.apache.flink.core.fs.Path root = new org.apache.flink.core.fs.Path(dir);
-        collect(root.getFileSystem(), root, files);
-        return files;
-    }
 
-    private static void collect(
-            FileSystem fs, org.apache.flink.core.fs.Path dir, Map<String, String> files)
-            throws Exception {
-        FileStatus[] children = fs.listStatus(dir);
-        for (FileStatus child : children == null ? new FileStatus[0] : children) {
-            if (child.isDir()) {
-                collect(fs, child.getPath(), files);
-                continue;
-            }
-            MessageDigest digest = MessageDigest.getInstance("SHA-256");
-            try (InputStream in = fs.open(child.getPath())) {
-                digest.update(in.readAllBytes());
-            }
-            files.put(child.getPath().toString(), HexFormat.of().formatHex(digest.digest()));
-        }
-    }
+
 
     @SuppressWarnings("try") // CloseableIterator#close may throw InterruptedException
     private static <T> List<T> drain(CloseableIterator<T> results) throws Exception {

@@ -3,8 +3,6 @@ package org.forstrs.flink;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
-import org.apache.flink.core.fs.FileStatus;
-import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -29,17 +27,13 @@ import org.openqa.selenium.support.ui.WebDriverWait;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -80,16 +74,16 @@ class WebMonitorITCase {
         JobClient job = env.executeAsync("state for the web monitor");
         String jobDir = checkpoints.toUri().toString().replaceAll("/+$", "") + "/" + job.getJobID();
         Await.until("half the input", () -> PacedSequence.generated(run) >= RECORDS / 2, job);
-        String a = checkpointAfterNow(job, jobDir);
+        String a = CheckpointFiles.checkpointAfterNow(job, jobDir);
         PacedSequence.holdAt(run, RECORDS);
         Await.until("all the input", () -> PacedSequence.generated(run) >= RECORDS, job);
-        String b = checkpointAfterNow(job, jobDir);
+        String b = CheckpointFiles.checkpointAfterNow(job, jobDir);
         job.cancel().get();
         // The job's own MiniCluster shuts down once the job ended: wait on its result.
         job.getJobExecutionResult().handle((result, failure) -> null).get();
         String nameA = a.substring(a.lastIndexOf('/') + 1);
         String nameB = b.substring(b.lastIndexOf('/') + 1);
-        Map<String, String> before = contents(jobDir);
+        Map<String, String> before = CheckpointFiles.hashedContents(jobDir);
 
         ChromeDriverService service =
                 new ChromeDriverService.Builder()
@@ -146,7 +140,7 @@ class WebMonitorITCase {
 
         // The JobManager may still be discarding checkpoints subsumed before the job ended: a
         // file may go, but none may appear or change, and the two browsed ones stay whole.
-        Map<String, String> after = contents(jobDir);
+        Map<String, String> after = CheckpointFiles.hashedContents(jobDir);
         assertThat(after.keySet()).as("files created").isSubsetOf(before.keySet());
         after.forEach((file, hash) -> assertThat(hash).as(file).isEqualTo(before.get(file)));
         Set<String> browsed = new TreeSet<>(ReferencedFiles.of(flinkPath(a)));
@@ -300,21 +294,6 @@ class WebMonitorITCase {
         return row.findElement(By.cssSelector("td." + cls)).getText();
     }
 
-    /** As in {@code ForStToolITCase}: a checkpoint triggered after now, completed; its URI. */
-    private static String checkpointAfterNow(JobClient job, String jobDir) throws Exception {
-        Set<Long> before = CheckpointFiles.completedIds(jobDir);
-        Await.until(
-                "two checkpoints completed after " + before,
-                () -> {
-                    Set<Long> since = CheckpointFiles.completedIds(jobDir);
-                    since.removeAll(before);
-                    return since.size() >= 2;
-                },
-                job);
-        Set<Long> since = CheckpointFiles.completedIds(jobDir);
-        since.removeAll(before);
-        return jobDir + "/chk-" + Collections.max(since);
-    }
 
     private static String tool(String... args) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -329,35 +308,6 @@ class WebMonitorITCase {
         return out.toString(StandardCharsets.UTF_8);
     }
 
-    /** Every file under {@code dir} (as a {@link ReferencedFiles#key}) with a hash of its bytes. */
-    private static Map<String, String> contents(String dir) throws Exception {
-        Map<String, String> files = new TreeMap<>();
-        org.apache.flink.core.fs.Path root = new org.apache.flink.core.fs.Path(dir);
-        collect(root.getFileSystem(), root, files);
-        return files;
-    }
 
-    private static void collect(
-            FileSystem fs, org.apache.flink.core.fs.Path dir, Map<String, String> files)
-            throws Exception {
-        FileStatus[] children = fs.listStatus(dir);
-        for (FileStatus child : children == null ? new FileStatus[0] : children) {
-            if (child.isDir()) {
-                files.put(ReferencedFiles.key(child.getPath()) + "/", "dir");
-                collect(fs, child.getPath(), files);
-                continue;
-            }
-            MessageDigest digest = MessageDigest.getInstance("SHA-256");
-            try (InputStream in = fs.open(child.getPath())) {
-                digest.update(in.readAllBytes());
-            } catch (java.io.FileNotFoundException e) {
-                continue; // the JobManager discarding a subsumed checkpoint meanwhile
-            }
-            files.put(
-                    ReferencedFiles.key(child.getPath()),
-                    HexFormat.of().formatHex(digest.digest())
-                            + " "
-                            + child.getModificationTime());
-        }
-    }
+
 }
