@@ -112,6 +112,10 @@ public final class WebMonitor implements AutoCloseable {
             String type = "application/json; charset=utf-8";
             byte[] body;
             try {
+                String host = exchange.getRequestHeaders().getFirst("Host");
+                if (!servesHost(host)) {
+                    throw new HttpError(403, "not served under the name " + host);
+                }
                 String method = exchange.getRequestMethod();
                 if (!method.equals("GET") && !method.equals("HEAD")) {
                     exchange.getResponseHeaders().set("Allow", "GET, HEAD");
@@ -148,6 +152,24 @@ public final class WebMonitor implements AutoCloseable {
         } finally {
             exchange.close();
         }
+    }
+
+    /**
+     * Bound to a loopback address, the monitor answers only requests addressed to a loopback
+     * name: a web page elsewhere that points its own host name at 127.0.0.1 (DNS rebinding)
+     * gets no state from the browser that shows it. Bound elsewhere on purpose, any name.
+     */
+    private boolean servesHost(String host) {
+        if (!server.getAddress().getAddress().isLoopbackAddress()) {
+            return true;
+        }
+        if (host == null) {
+            return false;
+        }
+        String name = host.replaceFirst(":\\d+$", "");
+        return name.equals("localhost")
+                || name.equals("[::1]")
+                || name.matches("127(\\.\\d{1,3}){3}");
     }
 
     private String api(String path, Map<String, String> query) throws Exception {

@@ -10,9 +10,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.Socket;
@@ -150,6 +152,30 @@ class WebMonitorTest {
         // A raw request line with dot segments reaches no file either: only fixed paths exist.
         for (String path : new String[] {"/../outside/_metadata", "/api/../../outside/_metadata"}) {
             assertThat(rawStatusLine(path)).as(path).contains(" 404 ");
+        }
+    }
+
+    @Test
+    void answersOnlyRequestsAddressedToALoopbackName() throws Exception {
+        URI url = URI.create(serve.url());
+        assertThat(statusLine(url, "evil.example:" + url.getPort())).contains(" 403 ");
+        assertThat(statusLine(url, "localhost:" + url.getPort())).contains(" 200 ");
+        assertThat(statusLine(url, "127.0.0.1:" + url.getPort())).contains(" 200 ");
+    }
+
+    /** The status line of a GET of /api/checkpoints sent with {@code host} as its Host. */
+    private static String statusLine(URI url, String host) throws Exception {
+        try (Socket socket = new Socket(url.getHost(), url.getPort())) {
+            socket.getOutputStream()
+                    .write(
+                            ("GET /api/checkpoints HTTP/1.1\r\nHost: "
+                                            + host
+                                            + "\r\nConnection: close\r\n\r\n")
+                                    .getBytes(StandardCharsets.US_ASCII));
+            return new BufferedReader(
+                            new InputStreamReader(
+                                    socket.getInputStream(), StandardCharsets.US_ASCII))
+                    .readLine();
         }
     }
 
