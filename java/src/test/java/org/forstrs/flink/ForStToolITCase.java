@@ -532,17 +532,15 @@ class ForStToolITCase {
         return largest;
     }
 
-
-
-
-
     private static org.apache.flink.core.fs.Path flinkPath(String uri) {
         return new org.apache.flink.core.fs.Path(uri);
     }
 
-    private record Result(int status, String out, String err) {}
+    /** A command's exit status and output. */
+    record Result(int status, String out, String err) {}
 
-    private static Result tool(Configuration config, String... args) throws Exception {
+    /** Runs a ForStTool command in this JVM with {@code config}. */
+    static Result tool(Configuration config, String... args) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int status =

@@ -172,13 +172,8 @@ final class SavepointReaderJob {
         @Override
         public void open(OpenContext openContext) {
             last = getRuntimeContext().getState(lastDescriptor());
-            seen =
-                    getRuntimeContext()
-                            .getListState(new ListStateDescriptor<>("v1-seen", Types.LONG));
-            map =
-                    getRuntimeContext()
-                            .getMapState(
-                                    new MapStateDescriptor<>("v1-map", Types.LONG, Types.STRING));
+            seen = getRuntimeContext().getListState(seenDescriptor());
+            map = getRuntimeContext().getMapState(mapDescriptor());
         }
 
         @Override
@@ -189,8 +184,17 @@ final class SavepointReaderJob {
         }
     }
 
+    /** The V1 operator's descriptors, which its reader uses too. */
     private static ValueStateDescriptor<Point> lastDescriptor() {
         return new ValueStateDescriptor<>("last", Point.class);
+    }
+
+    private static ListStateDescriptor<Long> seenDescriptor() {
+        return new ListStateDescriptor<>("v1-seen", Types.LONG);
+    }
+
+    private static MapStateDescriptor<Long, String> mapDescriptor() {
+        return new MapStateDescriptor<>("v1-map", Types.LONG, Types.STRING);
     }
 
     /**
@@ -235,13 +239,8 @@ final class SavepointReaderJob {
         @Override
         public void open(OpenContext openContext) {
             last = getRuntimeContext().getState(lastDescriptor());
-            seen =
-                    getRuntimeContext()
-                            .getListState(new ListStateDescriptor<>("v1-seen", Types.LONG));
-            map =
-                    getRuntimeContext()
-                            .getMapState(
-                                    new MapStateDescriptor<>("v1-map", Types.LONG, Types.STRING));
+            seen = getRuntimeContext().getListState(seenDescriptor());
+            map = getRuntimeContext().getMapState(mapDescriptor());
         }
 
         @Override

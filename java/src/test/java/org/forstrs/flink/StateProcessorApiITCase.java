@@ -203,10 +203,6 @@ class StateProcessorApiITCase {
         return new Taken(checkpoint, savepoint);
     }
 
-
-
-
-
     @SuppressWarnings("try") // CloseableIterator#close may throw InterruptedException
     private static <T> List<T> drain(CloseableIterator<T> results) throws Exception {
         List<T> all = new ArrayList<>();

@@ -25,10 +25,7 @@ import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
-import java.io.ByteArrayOutputStream;
 import java.io.File;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -294,20 +291,9 @@ class WebMonitorITCase {
         return row.findElement(By.cssSelector("td." + cls)).getText();
     }
 
-
     private static String tool(String... args) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status =
-                ForStTool.run(
-                        args,
-                        new PrintStream(out, true, StandardCharsets.UTF_8),
-                        new PrintStream(err, true, StandardCharsets.UTF_8),
-                        new Configuration());
-        assertThat(status).as(err.toString(StandardCharsets.UTF_8)).isZero();
-        return out.toString(StandardCharsets.UTF_8);
+        ForStToolITCase.Result result = ForStToolITCase.tool(new Configuration(), args);
+        assertThat(result.status()).as(result.err()).isZero();
+        return result.out();
     }
-
-
-
 }
