@@ -873,3 +873,93 @@ fn a_clipped_file_without_visible_keys_shows_nothing_until_compaction_drops_it()
     assert!(!restored.holds_file(name));
     assert!(scan(restored.iter(&cf, None, None).unwrap()).is_empty());
 }
+
+/// A NO_CLAIM restore: the restored database reads the snapshot's files where they are until a
+/// checkpoint holds copies of them; relocated to those copies, it reads, scans (an iterator
+/// opened before included), compacts, checkpoints and reopens with the snapshot deleted. A copy
+/// of another size is refused and moves nothing.
+#[test]
+fn relocated_files_are_read_from_their_copies_once_the_snapshot_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = KeyGroups::new(0, KEY_GROUPS - 1);
+    let db = Db::open_with_storage(local(&tmp.path().join("db")), small_options()).unwrap();
+    let mut writer = Writer::new(db, all, 31);
+    (0..20_000).for_each(|_| writer.step());
+    let snapshot_dir = tmp.path().join("savepoint");
+    let source = complete(writer.db.checkpoint().unwrap(), &snapshot_dir, all);
+    let model = writer.model.clone();
+    writer.db.close().unwrap();
+
+    let restored_dir = tmp.path().join("restored");
+    let restored =
+        restore(local(&restored_dir), vec![source], layout(0, 127), restore_options()).unwrap();
+    // A few reads open some tables through the snapshot; an iterator pins today's version.
+    let counts = restored.cf("counts").unwrap();
+    let mut pinned = restored.iter(&counts, None, None).unwrap();
+    let first_key = pinned.key().to_vec();
+
+    // The first checkpoint after the restore copies the files (hard links here).
+    let mut checkpoint = restored.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let names: Vec<String> = checkpoint.files().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert!(names.len() > 3, "several restored files: {names:?}");
+    let locations = checkpoint.file_locations().unwrap();
+    assert!(locations.iter().all(Option::is_some), "restored by reference: {locations:?}");
+    let copies_dir = tmp.path().join("chk-2");
+    let copy_names: Vec<(String, String)> =
+        names.iter().map(|n| (n.clone(), format!("copy-{n}"))).collect();
+    checkpoint.copy_files(&copy_names, local(&copies_dir).as_ref()).unwrap();
+    drop(checkpoint);
+    let copies = Arc::new(FaultStorage::new(local(&copies_dir)));
+    let relocation: std::collections::HashMap<String, (StorageRef, String)> = copy_names
+        .iter()
+        .map(|(name, copy)| (name.clone(), (copies.clone() as StorageRef, copy.clone())))
+        .collect();
+
+    // A copy of another size is refused, and nothing moves.
+    let short = format!("copy-{}", names[0]);
+    let bytes = std::fs::read(copies_dir.join(&short)).unwrap();
+    std::fs::write(copies_dir.join("short.sst"), &bytes[..bytes.len() - 1]).unwrap();
+    let mut bad = relocation.clone();
+    bad.insert(names[0].clone(), (copies.clone() as StorageRef, "short.sst".to_string()));
+    let refused = restored.relocate(&bad).unwrap_err().to_string();
+    assert!(refused.contains("short.sst"), "the refusal names the copy: {refused}");
+    let mut checkpoint = restored.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    assert_eq!(checkpoint.file_locations().unwrap(), locations, "a refused relocation moved files");
+    drop(checkpoint);
+
+    assert_eq!(restored.relocate(&relocation).unwrap(), names.len());
+    assert_eq!(restored.relocate(&relocation).unwrap(), 0, "relocated twice");
+    std::fs::remove_dir_all(&snapshot_dir).unwrap();
+
+    assert_eq!(pinned.key(), first_key.as_slice());
+    let mut scanned = 1;
+    while {
+        pinned.advance().unwrap();
+        pinned.valid()
+    } {
+        scanned += 1;
+    }
+    assert!(scanned > 1, "the pinned iterator read on");
+    drop(pinned);
+    assert_matches(&restored, &model, all);
+    assert!(copies.calls(OpKind::Read) > 0, "reads served from the copies");
+    let mut checkpoint = restored.checkpoint().unwrap();
+    checkpoint.wait_durable().unwrap();
+    let moved = checkpoint.file_locations().unwrap();
+    let copies_url = forst::storage::Storage::url(copies.as_ref()).to_string();
+    assert!(
+        moved.iter().all(|l| l.as_deref().is_some_and(|l| l.starts_with(copies_url.as_str()))),
+        "a new checkpoint's manifest names the copies: {moved:?}"
+    );
+    drop(checkpoint);
+    restored.close().unwrap();
+
+    // The database's own manifest recorded the move: a reopen finds every file, and compacts.
+    let reopened = Db::open_with_storage(local(&restored_dir), restore_options()).unwrap();
+    assert_matches(&reopened, &model, all);
+    reopened.compact_all().unwrap();
+    assert_matches(&reopened, &model, all);
+    reopened.close().unwrap();
+}

@@ -292,6 +292,35 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_openRestored<'l>(
     })
 }
 
+/// `static native int relocateFiles(long db, String[] names, String[] uris)`: the database reads
+/// its files `names`, restored by reference, from the copies at `uris` from now on (see
+/// `Db::relocate`). Returns how many files moved.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_org_forstrs_jni_ForStNative_relocateFiles<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    db: jlong,
+    names: JObjectArray<'l>,
+    uris: JObjectArray<'l>,
+) -> jint {
+    guard(&mut env, |env| {
+        let names = strings(env, &names, "names")?;
+        let uris = strings(env, &uris, "uris")?;
+        let handle = handles::database(db)?;
+        let _in_db = handle.db.inner.options.log_span.0.enter();
+        let options = &handle.storage_options;
+        let copies = files_by_name(
+            &names,
+            &uris,
+            &mut HashMap::new(),
+            |dir| open_db_storage(dir, options),
+            "",
+        )?;
+        // At most `names.len()`, which came from a Java array.
+        Ok(handle.db.relocate(&copies)? as jint)
+    })
+}
+
 /// The files of one checkpointed database by name, each at its URI: every directory opened
 /// once (`open`), shared through `storages`; `what` prefixes error messages.
 pub(super) fn files_by_name(

@@ -115,7 +115,7 @@ impl Checkpoint {
     /// file restored by reference: see `manifest::FileRecord::location`), in the same order. Such
     /// a file cannot be handed over; it is the earlier checkpoint's already.
     pub fn file_locations(&self) -> Result<Vec<Option<String>>> {
-        Ok(self.durable_version()?.files().map(|f| f.location.clone()).collect())
+        Ok(self.durable_version()?.files().map(|f| f.location()).collect())
     }
 
     /// The checkpoint's manifest: what `restore` needs besides the files.
@@ -151,8 +151,8 @@ impl Checkpoint {
         if start == end {
             return Ok(Bytes::new());
         }
-        let (storage, path) = file.stored_at();
-        block_on(read_range_exact(storage.as_ref(), path, start..end))
+        let at = file.stored_at();
+        block_on(read_range_exact(at.storage.as_ref(), &at.path, start..end))
     }
 
     /// Hands the checkpoint's files `names` over to the checkpoint where they are, in the
@@ -168,7 +168,7 @@ impl Checkpoint {
             let file = by_name.get(name.as_str()).ok_or_else(|| {
                 Error::invalid(format!("{name} is not a file of this checkpoint"))
             })?;
-            if let Some(location) = &file.location {
+            if let Some(location) = file.location() {
                 return Err(Error::invalid(format!(
                     "{name} is not in the database's directory but at {location}: it cannot be \
                      handed over"
@@ -190,8 +190,8 @@ impl Checkpoint {
             let file = by_name.get(name.as_str()).ok_or_else(|| {
                 Error::invalid(format!("{name} is not a file of this checkpoint"))
             })?;
-            let (source, path) = file.stored_at();
-            jobs.push(async move { dest.copy_in(source.as_ref(), path, dest_name).await });
+            let at = file.stored_at();
+            jobs.push(async move { dest.copy_in(at.storage.as_ref(), &at.path, dest_name).await });
         }
         block_on(
             futures::stream::iter(jobs).buffer_unordered(COPY_CONCURRENCY).try_fold(

@@ -99,13 +99,13 @@ impl CheckpointReader {
         let mut files = Vec::new();
         for (level, tables) in self.version.levels.iter().enumerate().take(NUM_LEVELS) {
             for table in tables {
-                let (storage, name) = table.stored_at();
+                let at = table.stored_at();
                 let id = family_of(table.smallest());
                 let family = self.families.iter().find(|(_, f)| Some(*f) == id);
                 files.push(FileInfo {
                     level,
                     name: table.path.clone(),
-                    location: format!("{}/{name}", storage.url()),
+                    location: format!("{}/{}", at.storage.url(), at.path),
                     size: table.size,
                     entries: table.props().entries,
                     family: family.map(|(name, _)| name.clone()),
@@ -134,8 +134,8 @@ impl CheckpointReader {
             .map(|name| format!("{name}: the handle names it but the manifest does not list it"))
             .collect();
         for file in self.version.levels.iter().flatten() {
-            let (storage, name) = file.stored_at();
-            let location = format!("{}/{name}", storage.url());
+            let at = file.stored_at();
+            let location = format!("{}/{}", at.storage.url(), at.path);
             if let Err(e) = block_on(verify_file(file)) {
                 problems.push(format!("{location}: {e}"));
             }
@@ -145,7 +145,8 @@ impl CheckpointReader {
 }
 
 async fn verify_file(file: &TableFile) -> Result<u64> {
-    let (storage, name) = file.stored_at();
+    let at = file.stored_at();
+    let (storage, name) = (&at.storage, at.path.as_str());
     let actual = storage.size(name).await?;
     if actual != file.size {
         return Err(Error::corruption(

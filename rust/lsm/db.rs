@@ -2,6 +2,7 @@
 //! opens and closes it, checks handles and keys, and hands each call to the part that does it
 //! (write path, read path, flush, compaction, column families).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -240,6 +241,14 @@ impl Db {
     pub fn take_back(&self, names: &[String]) -> Result<()> {
         self.inner.check_open()?;
         self.inner.take_back(names)
+    }
+
+    /// Reads files restored by reference from copies of the same bytes from now on (a NO_CLAIM
+    /// restore's snapshot, which the user may delete once a checkpoint holds copies). See
+    /// `DbInner::relocate`.
+    pub fn relocate(&self, copies: &HashMap<String, (StorageRef, String)>) -> Result<usize> {
+        self.inner.check_open()?;
+        self.inner.relocate(copies)
     }
 
     /// Counts one batch the executor ran (see `DbStats::batches`).

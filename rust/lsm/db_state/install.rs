@@ -11,6 +11,7 @@ use crate::lsm::cache::BlockCache;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::NUM_LEVELS;
+use crate::lsm::sst::Located;
 use crate::lsm::version::manifest::{
     FileRecord, ManifestData, manifest_path, split_location, write_manifest,
 };
@@ -38,7 +39,7 @@ impl DbInner {
         let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
         let given_away: Vec<&Arc<TableFile>> = current
             .files()
-            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location.is_none())
+            .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location().is_none())
             .collect();
         let released_before = meta.released.len();
         meta.released.extend(given_away.iter().map(|f| f.path.clone()));
@@ -118,7 +119,7 @@ impl DbInner {
         let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
         let live: Vec<&Arc<TableFile>> = current
             .files()
-            .filter(|f| wanted.contains(f.path.as_str()) && !f.is_owned() && f.location.is_none())
+            .filter(|f| wanted.contains(f.path.as_str()) && !f.is_owned() && f.location().is_none())
             .collect();
         let released_before = meta.released.clone();
         meta.released.retain(|name| !wanted.contains(name.as_str()));
@@ -144,6 +145,54 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// Re-points files restored by reference at copies of the same bytes (`TableFile::relocate`):
+    /// `copies` maps a file's name to the storage and path of its copy. Only files of the current
+    /// version that live outside the database's directory move, and only to a copy of their
+    /// recorded size (one size request each, before any lock); a file the database no longer
+    /// holds, or holds there already, is skipped. Recorded in a new manifest; on failure every
+    /// file stays where it was. Returns how many files moved.
+    pub(crate) fn relocate(&self, copies: &HashMap<String, (StorageRef, String)>) -> Result<usize> {
+        let current = self.current().version.clone();
+        let mut moves = Vec::new();
+        for file in current.files() {
+            let (Some(from), Some((storage, path))) = (file.location(), copies.get(&file.path))
+            else {
+                continue;
+            };
+            let to = format!("{}/{path}", storage.url());
+            if from == to {
+                continue;
+            }
+            let size = block_on(storage.size(path))?;
+            if size != file.size {
+                return Err(Error::invalid(format!(
+                    "{to} is {size} bytes, not a copy of {from} ({} bytes)",
+                    file.size
+                )));
+            }
+            let located = Arc::new(Located { storage: storage.clone(), path: path.clone() });
+            moves.push((file.clone(), to, located));
+        }
+        if moves.is_empty() {
+            return Ok(0);
+        }
+        let mut meta = self.meta.lock().recover();
+        let undo: Vec<_> = moves
+            .iter()
+            .map(|(file, to, located)| (file, file.relocate(Some(to.clone()), located.clone())))
+            .collect();
+        // The current version, not the one read above: a compaction may have installed another
+        // since (it shares the moved files' Arcs, so it records their new places too).
+        let version = self.current().version.clone();
+        if let Err(e) = self.persist(&mut meta, &version) {
+            undo.into_iter().for_each(|(file, (location, located))| {
+                file.relocate(location, located);
+            });
+            return Err(e);
+        }
+        Ok(moves.len())
     }
 
     /// Edits of the version go through here with the meta lock held, so the version passed is the

@@ -36,6 +36,7 @@ mod live;
 mod partitions;
 mod properties;
 mod room_slots;
+mod source;
 mod table;
 
 #[cfg(test)]
@@ -56,6 +57,7 @@ pub(crate) use handle::BlockHandle;
 pub(crate) use index::Index;
 pub use iter::TableIterator;
 pub use live::index_filter_live_bytes;
+pub use source::{Located, TableSource};
 pub use table::Table;
 
 /// Compression of data blocks.

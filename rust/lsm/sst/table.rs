@@ -17,6 +17,7 @@ use super::index::Index;
 use super::iter::TableIterator;
 use super::partitions::decode_directory;
 use super::room_slots::RoomSlots;
+use super::source::TableSource;
 use super::{TableProperties, properties};
 use crate::lsm::cache::{BlockCache, CachedBlock, Holder};
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind};
@@ -33,8 +34,7 @@ const PREFETCH_SPAN: u64 = 4 << 20;
 const TAIL_READ: u64 = 64 << 10;
 
 pub struct Table {
-    storage: StorageRef,
-    path: String,
+    source: TableSource,
     cache: Arc<BlockCache>,
     /// Process-unique id naming this open file in the block cache.
     cache_id: u64,
@@ -96,13 +96,24 @@ impl Table {
         size: u64,
         cache: Arc<BlockCache>,
     ) -> Result<Table> {
-        match Self::open_at_size(storage.clone(), path.clone(), size, cache).await {
+        Self::open_source(TableSource::new(storage, path), size, cache).await
+    }
+
+    /// As `open`, reading through `source` (shared with the database's `TableFile`).
+    pub async fn open_source(
+        source: TableSource,
+        size: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Table> {
+        let located = source.get();
+        let (storage, path) = (&located.storage, &located.path);
+        match Self::open_at_size(source.clone(), size, cache).await {
             Ok(table) => Ok(table),
             // A file shorter or longer than recorded is damaged, whatever error reading it gave
             // (stores differ: an invalid range, a short read...). Probed on failure only.
-            Err(e) => match storage.size(&path).await {
+            Err(e) => match storage.size(path).await {
                 Ok(actual) if actual != size => Err(Error::corruption(
-                    &path,
+                    path,
                     actual,
                     format!("file is {actual} bytes but was written with {size}"),
                 )),
@@ -111,24 +122,21 @@ impl Table {
         }
     }
 
-    async fn open_at_size(
-        storage: StorageRef,
-        path: String,
-        size: u64,
-        cache: Arc<BlockCache>,
-    ) -> Result<Table> {
+    async fn open_at_size(source: TableSource, size: u64, cache: Arc<BlockCache>) -> Result<Table> {
+        let located = source.get();
+        let (storage, path) = (&located.storage, located.path.as_str());
         if size < FOOTER_LEN as u64 {
             return Err(Error::corruption(
-                &path,
+                path,
                 0,
                 format!("file of {size} bytes is smaller than the {FOOTER_LEN}-byte footer"),
             ));
         }
         let tail_start = size - size.min(TAIL_READ);
-        let tail = read_exact(&storage, &path, tail_start..size).await?;
+        let tail = read_exact(storage, path, tail_start..size).await?;
         let footer_at = size - FOOTER_LEN as u64;
         let footer = Footer::decode(&tail[tail.len() - FOOTER_LEN..])
-            .map_err(|m| Error::corruption(&path, footer_at, m.0))?;
+            .map_err(|m| Error::corruption(path, footer_at, m.0))?;
 
         let metas: Vec<BlockHandle> = [Some(footer.index), footer.filter, Some(footer.properties)]
             .into_iter()
@@ -137,7 +145,7 @@ impl Table {
         for h in &metas {
             if h.size < BLOCK_TRAILER_LEN as u64 || h.end().is_none_or(|end| end > footer_at) {
                 return Err(Error::corruption(
-                    &path,
+                    path,
                     footer_at,
                     format!(
                         "footer points at block {}+{} outside the {footer_at}-byte body",
@@ -153,7 +161,7 @@ impl Table {
         let needed_start = if whole_index { footer.properties.offset } else { meta_start };
         // Anything of the needed blocks the tail missed is fetched with one more request.
         let (base, buf) = if needed_start < tail_start {
-            let head = read_exact(&storage, &path, needed_start..tail_start).await?;
+            let head = read_exact(storage, path, needed_start..tail_start).await?;
             let mut joined = BytesMut::with_capacity(head.len() + tail.len());
             joined.extend_from_slice(&head);
             joined.extend_from_slice(&tail);
@@ -161,13 +169,13 @@ impl Table {
         } else {
             (tail_start, tail)
         };
-        let meta = |h: BlockHandle| MetaBlock { path: &path, buf: &buf, base, handle: h };
+        let meta = |h: BlockHandle| MetaBlock { path, buf: &buf, base, handle: h };
         let properties = meta(footer.properties).decode(|raw| properties::decode(raw, size))?;
         if whole_index {
             let top = Index::single(&properties.largest_key, 0, footer.index)
-                .map_err(|m| Error::corruption(&path, footer_at, m.0))?;
+                .map_err(|m| Error::corruption(path, footer_at, m.0))?;
             let filters = footer.filter.into_iter().collect();
-            return Ok(Self::new(storage, path, cache, top, filters, properties, meta_start));
+            return Ok(Self::new(source, cache, top, filters, properties, meta_start));
         }
         let top = meta(footer.index).decode(|raw| {
             let top = Index::decode(raw, meta_start)?;
@@ -182,12 +190,11 @@ impl Table {
         };
         let first_partition = top.handle(0).offset;
         let data_end = filters.first().map_or(first_partition, |f| f.offset.min(first_partition));
-        Ok(Self::new(storage, path, cache, top, filters, properties, data_end))
+        Ok(Self::new(source, cache, top, filters, properties, data_end))
     }
 
     fn new(
-        storage: StorageRef,
-        path: String,
+        source: TableSource,
         cache: Arc<BlockCache>,
         top: Index,
         filters: Vec<BlockHandle>,
@@ -195,7 +202,7 @@ impl Table {
         data_end: u64,
     ) -> Table {
         let reserved = (std::mem::size_of::<Table>()
-            + path.len()
+            + source.get().path.len()
             + top.memory_size()
             + filters.len() * std::mem::size_of::<BlockHandle>()
             + properties.smallest_key.len()
@@ -203,8 +210,7 @@ impl Table {
         cache.reserve(reserved);
         let slots = RoomSlots::new(top.len(), Arc::clone(&cache));
         Table {
-            storage,
-            path,
+            source,
             cache,
             cache_id: BlockCache::next_table_id(),
             top,
@@ -220,8 +226,9 @@ impl Table {
         &self.properties
     }
 
-    pub fn path(&self) -> &str {
-        &self.path
+    /// The file's path in its storage (for messages).
+    pub fn path(&self) -> String {
+        self.source.get().path.clone()
     }
 
     /// False only if the bloom filter proves `user_key` absent (may load a filter partition).
@@ -513,7 +520,7 @@ impl Table {
     }
 
     pub(crate) fn corruption(&self, handle: BlockHandle, m: Malformed) -> Error {
-        Error::corruption(&self.path, handle.offset, m.0)
+        Error::corruption(&self.source.get().path, handle.offset, m.0)
     }
 
     /// Index partition `p`: from its slot while the room holds it, else through the cache.
@@ -634,7 +641,8 @@ impl Table {
 
     /// Reads exactly `range` of the file.
     pub(crate) async fn read(&self, range: Range<u64>) -> Result<Bytes> {
-        read_exact(&self.storage, &self.path, range).await
+        let located = self.source.get();
+        read_exact(&located.storage, &located.path, range).await
     }
 
     pub(crate) fn decode_block(&self, handle: BlockHandle, stored: &Bytes) -> Result<Arc<Block>> {
@@ -717,7 +725,7 @@ impl Drop for Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("path", &self.path)
+            .field("path", &self.source.get().path)
             .field("cache_id", &self.cache_id)
             .field("partitions", &self.top.len())
             .field("properties", &self.properties)

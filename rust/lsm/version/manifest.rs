@@ -76,7 +76,7 @@ impl FileRecord {
             tombstones_applied_through: file.tombstones_applied_through,
             bounds: file.bounds.clone(),
             owned: file.is_owned(),
-            location: file.location.clone(),
+            location: file.location(),
         }
     }
 }

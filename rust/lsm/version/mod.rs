@@ -13,8 +13,8 @@ pub use bounds::Bounds;
 pub(crate) use file_map::FileMap;
 pub use obsolete::{ObsoleteFiles, delete_orphans};
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::Result;
 use crate::lsm::cache::BlockCache;
@@ -22,7 +22,7 @@ use crate::lsm::iterators::file::FileIterator;
 use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::FragmentedTombstones;
-use crate::lsm::sst::{Table, TableProperties};
+use crate::lsm::sst::{Located, Table, TableProperties, TableSource};
 use crate::lsm::version::manifest::{FileRecord, split_location};
 use crate::storage::{StorageRef, block_on};
 
@@ -32,10 +32,10 @@ pub struct TableFile {
     /// The file's name in this database: its path relative to the database's directory, unless
     /// `location` says it lives elsewhere.
     pub path: String,
-    /// See `manifest::FileRecord::location`.
-    pub location: Option<String>,
-    /// Where `storage` has the file.
-    storage_path: String,
+    /// See `manifest::FileRecord::location`; changed only by `relocate`.
+    location: RwLock<Option<String>>,
+    /// The storage that holds the file and its path there, shared with the open table.
+    source: TableSource,
     pub size: u64,
     props: TableProperties,
     /// Opened on first read, so a database (re)opened or restored on a DFS reads no file before
@@ -51,7 +51,6 @@ pub struct TableFile {
     obsolete: AtomicBool,
     /// False once the file was handed over (see `manifest::FileRecord::owned`).
     owned: AtomicBool,
-    storage: StorageRef,
     deleter: Arc<ObsoleteFiles>,
 }
 
@@ -74,9 +73,9 @@ impl TableFile {
     ) -> Self {
         TableFile {
             number,
-            storage_path: path.clone(),
+            source: TableSource::new(storage, path.clone()),
             path,
-            location: None,
+            location: RwLock::new(None),
             size: table.properties().size,
             props: table.properties().clone(),
             table: tokio::sync::OnceCell::new_with(Some(table)),
@@ -85,7 +84,6 @@ impl TableFile {
             bounds: None,
             obsolete: AtomicBool::new(false),
             owned: AtomicBool::new(true),
-            storage,
             deleter,
         }
     }
@@ -101,11 +99,14 @@ impl TableFile {
         TableFile {
             number: record.number,
             path: record.path.clone(),
-            location: record.location.clone(),
-            storage_path: match record.location.as_deref().and_then(split_location) {
-                Some((_, name)) => name.to_string(),
-                None => record.path.clone(),
-            },
+            location: RwLock::new(record.location.clone()),
+            source: TableSource::new(
+                storage,
+                match record.location.as_deref().and_then(split_location) {
+                    Some((_, name)) => name.to_string(),
+                    None => record.path.clone(),
+                },
+            ),
             size: record.size,
             props: record.props.clone(),
             table: tokio::sync::OnceCell::new(),
@@ -114,7 +115,6 @@ impl TableFile {
             bounds: record.bounds.clone(),
             obsolete: AtomicBool::new(false),
             owned: AtomicBool::new(record.owned),
-            storage,
             deleter,
         }
     }
@@ -129,9 +129,7 @@ impl TableFile {
     pub async fn table(&self) -> Result<&Arc<Table>> {
         self.table
             .get_or_try_init(|| async {
-                let storage = self.storage.clone();
-                let path = self.storage_path.clone();
-                let table = Table::open(storage, path, self.size, self.cache.clone());
+                let table = Table::open_source(self.source.clone(), self.size, self.cache.clone());
                 Ok(Arc::new(table.await?))
             })
             .await
@@ -208,8 +206,28 @@ impl TableFile {
     }
 
     /// The storage that holds the file, and its path there.
-    pub fn stored_at(&self) -> (&StorageRef, &str) {
-        (&self.storage, &self.storage_path)
+    pub fn stored_at(&self) -> Arc<Located> {
+        self.source.get()
+    }
+
+    /// The file's URI when it lives outside the database's directory (see
+    /// `manifest::FileRecord::location`).
+    pub fn location(&self) -> Option<String> {
+        self.location.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Reads the file from now on through `to`, known to manifests as `location`: a copy of the
+    /// same bytes (the caller vouches for that) outside the database's directory. Every reader,
+    /// open table and pinned version follows; cached blocks stay valid. Returns where the file
+    /// was read until now, to undo with.
+    pub(crate) fn relocate(
+        &self,
+        location: Option<String>,
+        to: Arc<Located>,
+    ) -> (Option<String>, Arc<Located>) {
+        let mut current = self.location.write().unwrap_or_else(PoisonError::into_inner);
+        let previous = std::mem::replace(&mut *current, location);
+        (previous, self.source.set(to))
     }
 
     /// Whether the database deletes the file once obsolete.
@@ -235,7 +253,8 @@ impl Drop for TableFile {
         if !self.obsolete.load(Ordering::Acquire) {
             return;
         }
-        let (storage, path) = (self.storage.clone(), std::mem::take(&mut self.storage_path));
+        let located = self.source.get();
+        let (storage, path) = (located.storage.clone(), located.path.clone());
         if self.is_owned() {
             self.deleter.delete(storage, path);
         } else {
