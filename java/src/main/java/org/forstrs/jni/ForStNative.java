@@ -385,7 +385,6 @@ public final class ForStNative {
      */
     public static native boolean deleteDirectory(String dirUri, String[] options);
 
-    /** Compacts every file into the last level and waits until it is done. */
     /**
      * Whether the database's current version lists the file {@code name} (relative to its
      * directory): a file handed over to a checkpoint that the database still reads.
@@ -399,6 +398,17 @@ public final class ForStNative {
      */
     public static native void takeBackFiles(long db, String[] names);
 
+    /**
+     * The database reads its files {@code names}, restored by reference from a snapshot, from
+     * copies of the same bytes at {@code uris} from now on (each checked to have the file's size),
+     * and records that in its manifest. Names it does not hold, or holds in its own directory, are
+     * skipped.
+     *
+     * @return how many files moved
+     */
+    public static native int relocateFiles(long db, String[] names, String[] uris);
+
+    /** Compacts every file into the last level and waits until it is done. */
     public static native void compact(long db);
 
     /**

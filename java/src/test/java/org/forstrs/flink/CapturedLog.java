@@ -9,8 +9,10 @@ import org.apache.logging.log4j.core.config.Configuration;
 import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.config.Property;
 
+import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 /**
@@ -53,6 +55,24 @@ final class CapturedLog extends AbstractAppender implements AutoCloseable {
     LogEvent await(Predicate<LogEvent> matching) throws InterruptedException {
         while (true) {
             LogEvent event = events.take();
+            if (matching.test(event)) {
+                return event;
+            }
+        }
+    }
+
+    /**
+     * The first event from now on that matches, within {@code deadline} (a hang guard: it fails
+     * naming {@code what} it waited for).
+     */
+    LogEvent await(String what, Duration deadline, Predicate<LogEvent> matching)
+            throws InterruptedException {
+        long end = System.nanoTime() + deadline.toNanos();
+        while (true) {
+            LogEvent event = events.poll(end - System.nanoTime(), TimeUnit.NANOSECONDS);
+            if (event == null) {
+                throw new AssertionError("no log event " + what + " within " + deadline);
+            }
             if (matching.test(event)) {
                 return event;
             }

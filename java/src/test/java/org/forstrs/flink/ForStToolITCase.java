@@ -2,13 +2,8 @@ package org.forstrs.flink;
 
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.core.fs.FileSystem;
-import org.apache.flink.core.plugin.DefaultPluginManager;
-import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
-import org.apache.flink.core.plugin.PluginManager;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import org.forstrs.fs.HdfsCluster;
@@ -164,18 +159,11 @@ class ForStToolITCase {
         String run = "tool-s3-" + UUID.randomUUID();
         String root = "s3://" + S3.bucket() + "/" + run;
         Configuration config = CountingJob.config(root + "/working", root + "/checkpoints");
-        config.setString("s3.endpoint", S3.endpoint());
-        config.setString("s3.region", "us-east-1");
-        config.setString("s3.access-key", "flink-access-key");
-        config.setString("s3.secret-key", "flink-secret-key");
-        config.setString("s3.path-style-access", "true");
-        config.setString("s3.chunked-encoding.enabled", "false");
-        config.setString("s3.checksum-validation.enabled", "false");
-        FileSystem.initialize(config, flinkPlugins(config));
+        S3.initializeFlinkFileSystems(config);
         try {
             runJob(config, root + "/checkpoints", config);
         } finally {
-            FileSystem.initialize(new Configuration(), null);
+            S3TestServer.resetFlinkFileSystems();
         }
     }
 
@@ -554,11 +542,4 @@ class ForStToolITCase {
     }
 
     /** Flink's plugin directory with flink-s3-fs-native, as Maven lays it out for the ITs. */
-    private static PluginManager flinkPlugins(Configuration config) throws Exception {
-        String dir = System.getProperty("flink.plugins.dir");
-        assertThat(dir).as("system property flink.plugins.dir (set by failsafe)").isNotNull();
-        return new DefaultPluginManager(
-                new DirectoryBasedPluginFinder(Paths.get(dir)).findPlugins(),
-                CoreOptions.getPluginParentFirstLoaderPatterns(config));
-    }
 }

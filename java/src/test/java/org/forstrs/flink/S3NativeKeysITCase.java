@@ -1,11 +1,7 @@
 package org.forstrs.flink;
 
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.CoreOptions;
 import org.apache.flink.core.fs.FileSystem;
-import org.apache.flink.core.plugin.DefaultPluginManager;
-import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
-import org.apache.flink.core.plugin.PluginManager;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
@@ -15,7 +11,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.List;
 import java.util.UUID;
 
@@ -66,7 +61,7 @@ class S3NativeKeysITCase {
         config.setString("s3.chunked-encoding.enabled", "false");
         config.setString("s3.checksum-validation.enabled", "false");
         CheckpointStatsLog.clear();
-        FileSystem.initialize(config, flinkPlugins(config));
+        FileSystem.initialize(config, S3TestServer.flinkPlugins(config));
         try {
             StreamExecutionEnvironment env =
                     StreamExecutionEnvironment.createLocalEnvironment(config);
@@ -87,13 +82,4 @@ class S3NativeKeysITCase {
     }
 
     /** Flink's plugin directory with flink-s3-fs-native, as Maven lays it out for the ITs. */
-    private static PluginManager flinkPlugins(Configuration config) throws Exception {
-        String dir = System.getProperty("flink.plugins.dir");
-        assertThat(dir).as("system property flink.plugins.dir (set by failsafe)").isNotNull();
-        Path plugins = Paths.get(dir);
-        assertThat(Files.isDirectory(plugins.resolve("s3-fs-native"))).isTrue();
-        return new DefaultPluginManager(
-                new DirectoryBasedPluginFinder(plugins).findPlugins(),
-                CoreOptions.getPluginParentFirstLoaderPatterns(config));
-    }
 }

@@ -1,5 +1,12 @@
 package org.forstrs.flink;
 
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.CoreOptions;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.plugin.DefaultPluginManager;
+import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
+import org.apache.flink.core.plugin.PluginManager;
+
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -22,6 +29,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The repository's S3-compatible test server (moto, started by {@code tests/support/s3_server.py}
@@ -108,6 +117,35 @@ final class S3TestServer implements BeforeAllCallback, AfterAllCallback {
 
     String bucket() {
         return bucket;
+    }
+
+    /**
+     * Flink's {@code s3.*} keys for this server into {@code config} (moto takes neither
+     * aws-chunked uploads nor the SDK's checksum headers), and Flink's file systems initialized
+     * with them and the S3 plugin failsafe unpacked; {@link #resetFlinkFileSystems} undoes it.
+     */
+    void initializeFlinkFileSystems(Configuration config) throws Exception {
+        config.setString("s3.endpoint", endpoint);
+        config.setString("s3.region", "us-east-1");
+        config.setString("s3.access-key", "flink-access-key");
+        config.setString("s3.secret-key", "flink-secret-key");
+        config.setString("s3.path-style-access", "true");
+        config.setString("s3.chunked-encoding.enabled", "false");
+        config.setString("s3.checksum-validation.enabled", "false");
+        FileSystem.initialize(config, flinkPlugins(config));
+    }
+
+    static void resetFlinkFileSystems() {
+        FileSystem.initialize(new Configuration(), null);
+    }
+
+    /** Flink's plugins as failsafe unpacked them (the S3 file system). */
+    static PluginManager flinkPlugins(Configuration config) throws IOException {
+        String dir = System.getProperty("flink.plugins.dir");
+        assertThat(dir).as("system property flink.plugins.dir (set by failsafe)").isNotNull();
+        return new DefaultPluginManager(
+                new DirectoryBasedPluginFinder(Paths.get(dir)).findPlugins(),
+                CoreOptions.getPluginParentFirstLoaderPatterns(config));
     }
 
     /** Keys of every object in the bucket under {@code prefix} (moto answers up to 1000). */

@@ -34,6 +34,7 @@ import javax.annotation.Nullable;
 import java.io.Closeable;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -157,6 +158,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             Path target = inStorageTarget(streamFactory, scope);
             String[] handOver = null;
             List<String> handedOverTo = new ArrayList<>();
+            Map<String, String> copiesOfExternal = Map.of();
             if (target != null
                     && sharing != SharingFilesStrategy.NO_SHARING
                     && FileHandOver.applies(
@@ -192,9 +194,12 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                 handOver = toHandOver.toArray(new String[0]);
                 throughProcess = copyInStorage(checkpoint, names, toCopy, target, copies);
                 bytesCopied = addCopies(toCopy, names, sizes, copies, shared, uploads, copiedTo);
+                copiesOfExternal = copiesOfExternal(toCopy, names, locations, copies);
             } else if (target != null) {
                 throughProcess = copyInStorage(checkpoint, names, newFiles, target, copies);
                 addCopies(newFiles, names, sizes, copies, shared, uploads, copiedTo);
+                copiesOfExternal =
+                        copiesOfExternal(newFiles, names, checkpoint.fileLocations(), copies);
             } else {
                 throughProcess = newBytes;
                 for (int i : newFiles) {
@@ -247,7 +252,7 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                 checkpoint.db().handedOverFiles().handOver(checkpoint, checkpointId, handOver);
             }
             if (sharedFiles != null) {
-                sharedFiles.record(checkpointId, uploads);
+                sharedFiles.record(checkpointId, uploads, copiesOfExternal);
             }
             statsListener.accept(
                     new CheckpointStats(
@@ -334,6 +339,22 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             bytes += sizes[i];
         }
         return bytes;
+    }
+
+    /**
+     * The copies, by SST name, of the files among {@code copied} (indexes into {@code names},
+     * copied to {@code copies} in the same order) that the DB reads from outside its directory.
+     */
+    private static Map<String, String> copiesOfExternal(
+            List<Integer> copied, String[] names, String[] locations, List<Path> copies) {
+        Map<String, String> external = new HashMap<>();
+        for (int j = 0; j < copied.size(); j++) {
+            int i = copied.get(j);
+            if (locations[i] != null) {
+                external.put(names[i], copies.get(j).toString());
+            }
+        }
+        return external;
     }
 
     /**

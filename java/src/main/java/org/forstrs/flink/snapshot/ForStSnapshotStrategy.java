@@ -121,11 +121,43 @@ public final class ForStSnapshotStrategy<K>
     public void notifyCheckpointComplete(long checkpointId) {
         sharedFiles.confirm(checkpointId);
         db.handedOverFiles().confirmed(checkpointId);
+        relocateRestoredFiles();
     }
 
     @Override
     public void notifyCheckpointAborted(long checkpointId) {
         sharedFiles.abort(checkpointId);
+        relocateRestoredFiles();
+    }
+
+    /**
+     * After a NO_CLAIM restore the DB reads its restored files from the snapshot, which the user
+     * may delete once a checkpoint completed: from then on it reads the checkpoint's copies of
+     * them (the same bytes; nothing is read again). A failure leaves the DB reading the snapshot
+     * and is tried again at the next notification.
+     */
+    private void relocateRestoredFiles() {
+        Map<String, String> copies = sharedFiles.relocations();
+        if (copies.isEmpty()) {
+            return;
+        }
+        try {
+            int moved = db.relocate(copies);
+            LOG.info(
+                    "ForSt-RS database {} reads {} restored files from the checkpoint's copies",
+                    db.uri(),
+                    moved);
+        } catch (Exception e) {
+            if (db.isClosed()) {
+                return;
+            }
+            sharedFiles.relocationsFailed(copies);
+            LOG.warn(
+                    "ForSt-RS database {} still reads {} restored files from their snapshot",
+                    db.uri(),
+                    copies.size(),
+                    e);
+        }
     }
 
     /** For tests: checkpoint ids whose shared files are still tracked. */

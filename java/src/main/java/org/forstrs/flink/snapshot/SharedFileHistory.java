@@ -18,13 +18,25 @@ import java.util.TreeMap;
  * confirmed may be aborted and its files deleted by the JobManager. A file that a later checkpoint
  * copied again (because it ran before the confirmation arrived) is not reused either: once that
  * later checkpoint completes, the JobManager drops the older copy (FLINK-25395, FLINK-23949).
- * Savepoints are never recorded, so their files are never shared. Thread-safe.
+ * Savepoints are never recorded, so their files are never shared.
+ *
+ * <p>It also says when the DB may read a file restored by reference (a NO_CLAIM restore's
+ * snapshot, which the user may delete once a checkpoint completed) from a checkpoint's copy
+ * instead: exactly when that copy becomes what later checkpoints reference ({@link
+ * #relocations}), so the copy the DB reads lives as long as the DB references the file.
+ * Thread-safe.
  */
 final class SharedFileHistory {
 
     /** Per checkpoint, every SST it references and the handle of its upload, by SST name. */
     private final SortedMap<Long, Map<String, StreamStateHandle>> filesByCheckpoint =
             new TreeMap<>();
+
+    /** Per checkpoint, the copies it made of files the DB reads from elsewhere, by SST name. */
+    private final Map<Long, Map<String, String>> copiesByCheckpoint = new HashMap<>();
+
+    /** Copies of the last confirmed checkpoint the DB does not read from yet, by SST name. */
+    private final Map<String, String> unrelocated = new HashMap<>();
 
     private long lastConfirmed = -1;
 
@@ -34,11 +46,25 @@ final class SharedFileHistory {
      * placeholder), so that the storage can be asked whether it may still be reused.
      */
     synchronized void record(long checkpointId, Collection<HandleAndLocalPath> sharedFiles) {
+        record(checkpointId, sharedFiles, Map.of());
+    }
+
+    /**
+     * As {@link #record(long, Collection)}; {@code copiesOfExternal} are the URIs of the copies
+     * this checkpoint made of files the DB reads from outside its directory, by SST name.
+     */
+    synchronized void record(
+            long checkpointId,
+            Collection<HandleAndLocalPath> sharedFiles,
+            Map<String, String> copiesOfExternal) {
         Map<String, StreamStateHandle> files = new HashMap<>();
         for (HandleAndLocalPath file : sharedFiles) {
             files.put(file.getLocalPath(), file.getHandle());
         }
         filesByCheckpoint.put(checkpointId, files);
+        if (!copiesOfExternal.isEmpty()) {
+            copiesByCheckpoint.put(checkpointId, Map.copyOf(copiesOfExternal));
+        }
     }
 
     /**
@@ -83,6 +109,9 @@ final class SharedFileHistory {
     synchronized void confirm(long checkpointId) {
         if (checkpointId > lastConfirmed && filesByCheckpoint.containsKey(checkpointId)) {
             filesByCheckpoint.headMap(checkpointId).clear();
+            copiesByCheckpoint.keySet().removeIf(id -> id < checkpointId);
+            unrelocated.clear();
+            unrelocated.putAll(copiesByCheckpoint.getOrDefault(checkpointId, Map.of()));
             lastConfirmed = checkpointId;
         }
     }
@@ -91,7 +120,39 @@ final class SharedFileHistory {
     synchronized void abort(long checkpointId) {
         if (checkpointId != lastConfirmed) {
             filesByCheckpoint.remove(checkpointId);
+            copiesByCheckpoint.remove(checkpointId);
         }
+    }
+
+    /**
+     * The copies the DB should read its restored files from now on, by SST name, each handed out
+     * once: those of the last confirmed checkpoint that later checkpoints reference ({@link
+     * #reusable}). A copy that a pending checkpoint made again waits until that one completes
+     * (then its own copy is the one) or is aborted: the JobManager drops the older copy when the
+     * pending one completes, which the DB must not be reading then.
+     */
+    synchronized Map<String, String> relocations() {
+        if (unrelocated.isEmpty()) {
+            return Map.of();
+        }
+        Map<String, StreamStateHandle> reusable = reusable();
+        Map<String, String> due = new HashMap<>();
+        unrelocated
+                .entrySet()
+                .removeIf(
+                        copy -> {
+                            if (!reusable.containsKey(copy.getKey())) {
+                                return false;
+                            }
+                            due.put(copy.getKey(), copy.getValue());
+                            return true;
+                        });
+        return due;
+    }
+
+    /** Relocations that could not be applied, to hand out again. */
+    synchronized void relocationsFailed(Map<String, String> copies) {
+        copies.forEach(unrelocated::putIfAbsent);
     }
 
     /** Checkpoint ids with a record, oldest first (for tests and logs). */

@@ -5,6 +5,7 @@ import org.forstrs.jni.NativeLog;
 
 import java.io.Closeable;
 import java.nio.ByteBuffer;
+import java.util.Map;
 import java.util.function.Supplier;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -248,6 +249,22 @@ public final class NativeDb implements Closeable {
     }
 
     /**
+     * Reads the files {@code copies} maps by name, restored by reference, from the copies at the
+     * mapped URIs from now on; see {@link ForStNative#relocateFiles}.
+     *
+     * @return how many files moved
+     * @throws IllegalStateException if the DB is closed
+     */
+    public int relocate(Map<String, String> copies) {
+        String[] names = copies.keySet().toArray(new String[0]);
+        String[] uris = new String[names.length];
+        for (int i = 0; i < names.length; i++) {
+            uris[i] = copies.get(names[i]);
+        }
+        return whileOpen(() -> ForStNative.relocateFiles(handle, names, uris));
+    }
+
+    /**
      * Synchronous phase of a checkpoint: freezes the memtable and pins the current files (no I/O).
      */
     public NativeCheckpoint prepareCheckpoint() {
@@ -279,7 +296,7 @@ public final class NativeDb implements Closeable {
         }
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         lock.readLock().lock();
         try {
             return closed;

@@ -95,4 +95,52 @@ class SharedFileHistoryTest {
         assertThat(history.recordedCheckpoints()).containsExactly(1L);
         assertThat(history.reusable()).containsOnlyKeys("1.sst");
     }
+
+    /** Checkpoint {@code id} copied {@code sst}, read from a snapshot, to {@code dest}. */
+    private static void recordCopyOfRestored(
+            SharedFileHistory history, long id, String sst, String dest) {
+        HandleAndLocalPath file = copy(sst, dest);
+        history.record(id, List.of(file), Map.of(sst, "/cp/shared/" + dest));
+    }
+
+    @Test
+    void restoredFilesMoveToTheCopiesOfTheFirstConfirmedCheckpointOnce() {
+        SharedFileHistory history = new SharedFileHistory();
+        recordCopyOfRestored(history, 5, "1.sst", "a");
+        assertThat(history.relocations()).as("before the confirmation").isEmpty();
+
+        history.confirm(5);
+        assertThat(history.relocations()).containsExactly(Map.entry("1.sst", "/cp/shared/a"));
+        assertThat(history.relocations()).as("handed out once").isEmpty();
+    }
+
+    @Test
+    void aRestoredFileCopiedAgainByAPendingCheckpointMovesToTheCopyThatSurvives() {
+        // 6 ran before 5 was confirmed and copied 1.sst again: when 6 completes the JobManager
+        // drops 5's copy, so the DB waits for 6 (its copy) or for 6's abort (then 5's).
+        SharedFileHistory completes = new SharedFileHistory();
+        recordCopyOfRestored(completes, 5, "1.sst", "a");
+        recordCopyOfRestored(completes, 6, "1.sst", "b");
+        completes.confirm(5);
+        assertThat(completes.relocations()).isEmpty();
+        completes.confirm(6);
+        assertThat(completes.relocations()).containsExactly(Map.entry("1.sst", "/cp/shared/b"));
+
+        SharedFileHistory aborted = new SharedFileHistory();
+        recordCopyOfRestored(aborted, 5, "1.sst", "a");
+        recordCopyOfRestored(aborted, 6, "1.sst", "b");
+        aborted.confirm(5);
+        aborted.abort(6);
+        assertThat(aborted.relocations()).containsExactly(Map.entry("1.sst", "/cp/shared/a"));
+    }
+
+    @Test
+    void relocationsThatFailedAreHandedOutAgain() {
+        SharedFileHistory history = new SharedFileHistory();
+        recordCopyOfRestored(history, 5, "1.sst", "a");
+        history.confirm(5);
+        Map<String, String> due = history.relocations();
+        history.relocationsFailed(due);
+        assertThat(history.relocations()).isEqualTo(due);
+    }
 }
