@@ -22,10 +22,13 @@ import org.forstrs.flink.config.ForStBackendConfig;
 import org.forstrs.flink.config.ForStOptions;
 import org.forstrs.flink.config.WorkingDirPlacement;
 import org.forstrs.flink.metrics.NativeMetricMonitor;
+import org.forstrs.flink.state.DbLease;
 import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import javax.annotation.Nullable;
 
 import java.io.File;
 import java.io.IOException;
@@ -199,19 +202,27 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        ForStSyncKeyedStateBackend<K> backend =
-                ForStSyncKeyedStateBackend.open(
-                        parameters,
-                        dbUri,
-                        nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
-                        latencyTrackingConfigBuilder
-                                .setMetricGroup(parameters.getMetricGroup())
-                                .build(),
-                        sizeTrackingConfigBuilder
-                                .setMetricGroup(parameters.getMetricGroup())
-                                .build(),
-                        config.getTimerService(),
-                        config.getTimerCacheSize());
+        DbLease lease = DbLease.take(checkpointStorage(env), dbUri);
+        ForStSyncKeyedStateBackend<K> backend;
+        try {
+            backend =
+                    ForStSyncKeyedStateBackend.open(
+                            parameters,
+                            dbUri,
+                            nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
+                            latencyTrackingConfigBuilder
+                                    .setMetricGroup(parameters.getMetricGroup())
+                                    .build(),
+                            sizeTrackingConfigBuilder
+                                    .setMetricGroup(parameters.getMetricGroup())
+                                    .build(),
+                            config.getTimerService(),
+                            config.getTimerCacheSize());
+        } catch (Exception e) {
+            releaseQuietly(lease);
+            throw e;
+        }
+        backend.getNativeDb().holdLease(lease);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -236,13 +247,21 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        ForStKeyedStateBackend<K> backend =
-                ForStKeyedStateBackend.open(
-                        parameters,
-                        env.getExecutionConfig(),
-                        dbUri,
-                        nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
-                        config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+        DbLease lease = DbLease.take(checkpointStorage(env), dbUri);
+        ForStKeyedStateBackend<K> backend;
+        try {
+            backend =
+                    ForStKeyedStateBackend.open(
+                            parameters,
+                            env.getExecutionConfig(),
+                            dbUri,
+                            nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
+                            config.isInlineCoordinator() ? 0 : config.getBatchThreads());
+        } catch (Exception e) {
+            releaseQuietly(lease);
+            throw e;
+        }
+        backend.getNativeDb().holdLease(lease);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -264,6 +283,12 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                         parameters.getStateHandles(),
                         parameters.getCancelStreamRegistry())
                 .build();
+    }
+
+    private static void releaseQuietly(@Nullable DbLease lease) {
+        if (lease != null) {
+            lease.close();
+        }
     }
 
     /** The task's checkpoint storage, or null where the environment offers none (tests). */

@@ -11,6 +11,8 @@ import org.apache.flink.core.plugin.DirectoryBasedPluginFinder;
 import org.apache.flink.core.plugin.PluginUtils;
 import org.apache.flink.util.TimeUtils;
 
+import org.forstrs.flink.state.DbLease;
+
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -31,6 +33,9 @@ import java.util.TreeSet;
  */
 public final class ForStTool {
 
+    /** Several of {@link DbLease#RENEW_INTERVAL}: a renewal or two may be late or fail. */
+    static final Duration DEFAULT_LEASE_TIMEOUT = Duration.ofMinutes(5);
+
     static final String USAGE =
             String.join(
                     "\n",
@@ -40,11 +45,15 @@ public final class ForStTool {
                     "  when that is Flink's lib/; --classpath adds the classes the job's state",
                     "  serializers name, e.g. its POJOs, else their states show as undecoded)",
                     "  gc <checkpoint dir> [--delete] [--min-age <duration>]",
+                    "     [--lease-timeout <duration>]",
                     "      Lists (with --delete: deletes) the files under the shared directories",
                     "      of the jobs in <checkpoint dir> (execution.checkpointing.dir) that no",
-                    "      retained checkpoint of any job there references. Job directories",
-                    "      written to within --min-age (default 1 h) are skipped: the job may",
-                    "      be running.",
+                    "      retained checkpoint of any job there references. A job is skipped",
+                    "      while one of its databases is open: it renews a lease there every",
+                    "      30 s (one renewed within --lease-timeout, default 5 min, counts), and",
+                    "      a database directory that no lease names is named and skipped. Job",
+                    "      directories written to within --min-age (default 1 h) are skipped",
+                    "      too.",
                     "  referenced <checkpoint or savepoint dir>...",
                     "      The files the checkpoints or savepoints reference, one a line, as",
                     "      authority and path (the scheme left out: s3 and s3a name one file).",
@@ -153,11 +162,14 @@ public final class ForStTool {
         String root = null;
         boolean delete = false;
         Duration minAge = Duration.ofHours(1);
+        Duration leaseTimeout = DEFAULT_LEASE_TIMEOUT;
         for (int i = 1; i < args.length; i++) {
             if (args[i].equals("--delete")) {
                 delete = true;
             } else if (args[i].equals("--min-age") && i + 1 < args.length) {
                 minAge = TimeUtils.parseDuration(args[++i]);
+            } else if (args[i].equals("--lease-timeout") && i + 1 < args.length) {
+                leaseTimeout = TimeUtils.parseDuration(args[++i]);
             } else if (root == null && !args[i].startsWith("--")) {
                 root = args[i];
             } else {
@@ -170,7 +182,8 @@ public final class ForStTool {
             return 2;
         }
         List<UnreferencedFiles.Job> jobs =
-                UnreferencedFiles.scan(new Path(root), minAge, System.currentTimeMillis());
+                UnreferencedFiles.scan(
+                        new Path(root), minAge, leaseTimeout, System.currentTimeMillis());
         if (jobs.isEmpty()) {
             out.println("no job directories under " + root);
         }

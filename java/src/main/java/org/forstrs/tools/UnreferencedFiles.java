@@ -4,6 +4,8 @@ import org.apache.flink.core.fs.FileStatus;
 import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 
+import org.forstrs.flink.state.DbLease;
+
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.time.Duration;
@@ -24,14 +26,19 @@ import java.util.regex.Pattern;
  *
  * <p>A file counts as referenced when the {@code _metadata} of any {@code chk-<n>} of any job
  * under the root names it: a job restored from another job's checkpoint (claim mode) references
- * that job's files. Jobs that may still run are left alone: a job directory where anything was
- * written more recently than {@code minAge} ago is skipped, since the files of a running job's
- * next checkpoint (and, with {@code checkpoint-dir}, its databases) are referenced by nothing yet.
+ * that job's files. Jobs that may still run are left alone, since the files of a running job's
+ * next checkpoint (and, with {@code checkpoint-dir}, its databases) are referenced by nothing yet:
+ * a job with a {@link DbLease} renewed within the lease timeout (an open database), a job with a
+ * database directory (one holding a {@code LOCK}) that no lease names (gc cannot tell whether it
+ * is open: a version without leases may run it), and, as an extra guard, a job directory where
+ * anything was written more recently than {@code minAge} ago.
  */
 public final class UnreferencedFiles {
 
     private static final Pattern JOB_DIR = Pattern.compile("[0-9a-f]{32}");
     private static final Pattern CHECKPOINT_DIR = Pattern.compile("chk-\\d+");
+    /** What a database directory holds while its database is open (the engine's writer lock). */
+    private static final String LOCK = "LOCK";
 
     /** A job directory's verdict. */
     public static final class Job {
@@ -60,9 +67,11 @@ public final class UnreferencedFiles {
      * Scans every job directory under {@code root}; deletes nothing.
      *
      * @param minAge how long ago the last write into a job directory must be for it to be scanned
+     * @param leaseTimeout how long a lease counts as renewed by an open database
      * @param nowMillis the current time, as the file system's modification times count it
      */
-    public static List<Job> scan(Path root, Duration minAge, long nowMillis) throws IOException {
+    public static List<Job> scan(Path root, Duration minAge, Duration leaseTimeout, long nowMillis)
+            throws IOException {
         FileSystem fs = root.getFileSystem();
         List<Job> jobs = new ArrayList<>();
         for (FileStatus entry : list(fs, root)) {
@@ -83,6 +92,10 @@ public final class UnreferencedFiles {
             }
         }
         for (Job job : jobs) {
+            job.skipped = liveness(fs, job.dir, leaseTimeout, nowMillis);
+            if (job.skipped != null) {
+                continue;
+            }
             List<FileStatus> all = new ArrayList<>();
             walk(fs, job.dir, all, new ArrayList<>());
             long newest = all.stream().mapToLong(FileStatus::getModificationTime).max().orElse(0);
@@ -105,6 +118,54 @@ public final class UnreferencedFiles {
             }
         }
         return jobs;
+    }
+
+    /**
+     * Why the job must be left alone as possibly running, or null: a lease renewed within {@code
+     * leaseTimeout}, or a database directory under {@code shared} no lease names.
+     */
+    private static String liveness(FileSystem fs, Path jobDir, Duration leaseTimeout, long now)
+            throws IOException {
+        List<String> renewed = new ArrayList<>();
+        Set<String> leased = new HashSet<>();
+        for (FileStatus lease : list(fs, DbLease.directoryOf(jobDir))) {
+            String db;
+            try {
+                db = DbLease.readDbUri(lease.getPath());
+            } catch (FileNotFoundException e) {
+                continue; // closed meanwhile
+            }
+            leased.add(pathOf(db));
+            if (now - lease.getModificationTime() < leaseTimeout.toMillis()) {
+                renewed.add(db);
+            }
+        }
+        if (!renewed.isEmpty()) {
+            return "running: "
+                    + renewed.size()
+                    + " open database(s) renewed their lease within "
+                    + leaseTimeout.toSeconds()
+                    + " s, e.g. "
+                    + renewed.get(0);
+        }
+        List<FileStatus> shared = new ArrayList<>();
+        walk(fs, new Path(jobDir, "shared"), shared, new ArrayList<>());
+        for (FileStatus file : shared) {
+            Path dbDir = file.getPath().getParent();
+            if (file.getPath().getName().equals(LOCK) && !leased.contains(pathOf(dbDir))) {
+                return "cannot tell whether the database at "
+                        + dbDir
+                        + " is open: it holds a LOCK but no lease names it (written by a version"
+                        + " without leases?); once its job ended, delete that LOCK to let gc in";
+            }
+        }
+        return null;
+    }
+
+    /** A location's path alone, to compare locations written with different schemes. */
+    private static String pathOf(Object location) {
+        String path = new Path(location.toString()).toUri().getPath();
+        return path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
     }
 
     /**

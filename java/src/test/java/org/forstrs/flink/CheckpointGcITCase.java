@@ -22,10 +22,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -108,6 +110,75 @@ class CheckpointGcITCase {
                 .get();
         CheckpointRecoveryITCase.assertExactFinalCounts(
                 CountingJob.results(run), RescaleITCase.RECORDS, RescaleITCase.KEYS);
+    }
+
+    /**
+     * A running job is left alone however long ago it last wrote (its open databases renew their
+     * leases), next to a finished job whose leftover goes; a database directory no lease names is
+     * named and kept, one whose lease aged out (its task manager died) is collected. The running
+     * job then checkpoints and restores from that checkpoint exactly.
+     */
+    @Test
+    void leavesRunningJobsAloneHoweverLongAgoTheyWrote(
+            @TempDir Path primary, @TempDir Path checkpoints) throws Exception {
+        Configuration config = CountingJob.config(primary, checkpoints);
+        config.setString("state.backend.forst.primary-dir", "checkpoint-dir");
+        String root = checkpoints.toUri().toString();
+
+        String finishedRun = "gc-finished-" + UUID.randomUUID();
+        JobClient finished =
+                RescaleITCase.submit(config, null, 2, finishedRun, RescaleITCase.RECORDS / 4);
+        RescaleITCase.awaitHeld(finishedRun, RescaleITCase.RECORDS / 4, finished);
+        String finishedCheckpoint = RescaleITCase.cancelAfterNextCheckpoint(finished, root);
+        Path leftover =
+                plant(
+                        Paths.get(URI.create(finishedCheckpoint))
+                                .resolveSibling("shared")
+                                .resolve("0c5e9a3b-upload-of-a-cancelled-checkpoint"));
+
+        Path unleasedLock =
+                plant(checkpoints.resolve(jobId(1) + "/shared/op_a/subtask_0_attempt_0/LOCK"));
+        Path deadDb = checkpoints.resolve(jobId(2) + "/shared/op_a/subtask_0_attempt_0");
+        Path deadLock = plant(deadDb.resolve("LOCK"));
+        Path deadLease = plant(checkpoints.resolve(jobId(2) + "/shared/forst-rs-leases/x.lease"));
+        Files.writeString(deadLease, deadDb.toUri() + "\n");
+        Files.setLastModifiedTime(
+                deadLease, FileTime.fromMillis(System.currentTimeMillis() - 3_600_000));
+
+        String runningRun = "gc-running-" + UUID.randomUUID();
+        JobClient running =
+                RescaleITCase.submit(config, null, 2, runningRun, RescaleITCase.RECORDS / 4);
+        RescaleITCase.awaitHeld(runningRun, RescaleITCase.RECORDS / 4, running);
+        List<Path> liveLocks;
+        try (Stream<Path> files =
+                Files.walk(checkpoints.resolve(running.getJobID() + "/shared"))) {
+            liveLocks = files.filter(f -> f.endsWith("LOCK")).collect(Collectors.toList());
+        }
+        assertThat(liveLocks).as("the running job's open databases").hasSize(2);
+
+        String output = gc(root, "--min-age", "0 s", "--delete");
+        assertThat(output)
+                .contains("job " + running.getJobID() + ": skipped, running: 2 open database")
+                .contains("job " + jobId(1) + ": skipped, cannot tell whether the database at")
+                .contains("job " + jobId(2) + ": retained no checkpoint");
+        assertThat(liveLocks).allMatch(Files::exists);
+        assertThat(leftover).doesNotExist();
+        assertThat(unleasedLock).exists();
+        assertThat(deadLock).doesNotExist();
+        assertThat(deadLease).doesNotExist();
+
+        PacedSequence.holdAt(runningRun, RescaleITCase.RECORDS / 2);
+        RescaleITCase.awaitHeld(runningRun, RescaleITCase.RECORDS / 2, running);
+        String checkpoint = RescaleITCase.cancelAfterNextCheckpoint(running, root);
+        RescaleITCase.submit(config, checkpoint, 2, runningRun, Long.MAX_VALUE)
+                .getJobExecutionResult()
+                .get();
+        CheckpointRecoveryITCase.assertExactFinalCounts(
+                CountingJob.results(runningRun), RescaleITCase.RECORDS, RescaleITCase.KEYS);
+    }
+
+    private static String jobId(int n) {
+        return String.format("%032x", n);
     }
 
     @Test

@@ -3,6 +3,8 @@ package org.forstrs.flink.state;
 import org.forstrs.jni.ForStNative;
 import org.forstrs.jni.NativeLog;
 
+import javax.annotation.Nullable;
+
 import java.io.Closeable;
 import java.nio.ByteBuffer;
 import java.util.Map;
@@ -25,6 +27,8 @@ public final class NativeDb implements Closeable {
     private long[] finalStats;
     private volatile ReferencedFiles referencedFiles = ReferencedFiles.NONE;
     private final HandedOverFiles handedOverFiles = new HandedOverFiles(this);
+    /** Released once the DB is closed (see {@link DbLease}). */
+    @Nullable private volatile DbLease lease;
 
     private NativeDb(String uri, String[] options, long handle) {
         this.uri = uri;
@@ -305,6 +309,11 @@ public final class NativeDb implements Closeable {
         }
     }
 
+    /** Holds {@code lease} until this DB is closed. */
+    public void holdLease(@Nullable DbLease lease) {
+        this.lease = lease;
+    }
+
     @Override
     public void close() {
         lock.writeLock().lock();
@@ -317,6 +326,11 @@ public final class NativeDb implements Closeable {
             }
         } finally {
             lock.writeLock().unlock();
+            DbLease held = lease;
+            lease = null;
+            if (held != null) {
+                held.close();
+            }
         }
     }
 }
