@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 use crate::lsm::ColumnFamily;
+use crate::lsm::locks::Recover;
 
 #[derive(Debug, Default)]
 pub struct FamilyRegistry {
@@ -19,11 +20,11 @@ impl FamilyRegistry {
     /// Makes `cf` addressable in batches by `cf.id()`.
     pub fn register(&self, cf: ColumnFamily) -> u32 {
         let id = cf.id();
-        self.by_id.write().unwrap().insert(id, cf);
+        self.by_id.write().recover().insert(id, cf);
         id
     }
 
     pub fn get(&self, id: u32) -> Option<ColumnFamily> {
-        self.by_id.read().unwrap().get(&id).cloned()
+        self.by_id.read().recover().get(&id).cloned()
     }
 }

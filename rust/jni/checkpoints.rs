@@ -16,6 +16,7 @@ use super::guard::{JniResult, guard, illegal_argument};
 use super::handles::{self, CheckpointHandle, DbHandle};
 use super::natives::{string, strings};
 use super::options;
+use crate::lsm::locks::Recover;
 use crate::lsm::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
 use crate::storage::{StorageRef, open_db_storage, open_storage};
 
@@ -31,6 +32,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointPrepare<'l>(
         let checkpoint = handle.db.checkpoint()?;
         Ok(handles::CHECKPOINTS.insert(CheckpointHandle {
             checkpoint: Mutex::new(checkpoint),
+            db: handle.shared(),
             storage_options: handle.storage_options.clone(),
             log_span: handle.db.inner.options.log_span.clone(),
         }))
@@ -45,9 +47,9 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointManifest<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jbyteArray {
     guard(&mut env, |env| {
-        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let handle = handles::checkpoint(checkpoint)?;
         let _in_db = handle.log_span.0.enter();
-        let mut checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        let mut checkpoint = handle.checkpoint.lock().recover();
         checkpoint.wait_durable()?;
         let manifest = checkpoint.manifest()?;
         Ok(env.byte_array_from_slice(&manifest)?)
@@ -63,7 +65,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileNames<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
-        let files = handles::CHECKPOINTS.get(checkpoint)?.checkpoint.lock().unwrap().files()?;
+        let files = handles::checkpoint(checkpoint)?.checkpoint.lock().recover().files()?;
         let array =
             env.new_object_array(files.len() as jint, "java/lang/String", JObject::null())?;
         for (i, (name, _)) in files.iter().enumerate() {
@@ -85,9 +87,9 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileLocations<
     checkpoint: jlong,
 ) -> ::jni::sys::jobjectArray {
     guard(&mut env, |env| {
-        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let handle = handles::checkpoint(checkpoint)?;
         let _in_db = handle.log_span.0.enter();
-        let locations = handle.checkpoint.lock().unwrap().file_locations()?;
+        let locations = handle.checkpoint.lock().recover().file_locations()?;
         let array =
             env.new_object_array(locations.len() as jint, "java/lang/String", JObject::null())?;
         for (i, location) in locations.iter().enumerate() {
@@ -110,7 +112,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointFileSizes<'l>(
     checkpoint: jlong,
 ) -> ::jni::sys::jlongArray {
     guard(&mut env, |env| {
-        let files = handles::CHECKPOINTS.get(checkpoint)?.checkpoint.lock().unwrap().files()?;
+        let files = handles::checkpoint(checkpoint)?.checkpoint.lock().recover().files()?;
         let sizes: Vec<jlong> = files.iter().map(|(_, size)| *size as jlong).collect();
         let array: JLongArray = env.new_long_array(sizes.len() as jint)?;
         env.set_long_array_region(&array, 0, &sizes)?;
@@ -140,11 +142,11 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointCopyFiles<'l>(
                 dest_names.len()
             ));
         }
-        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let handle = handles::checkpoint(checkpoint)?;
         let _in_db = handle.log_span.0.enter();
         let dest = open_storage(&string(env, &dest_dir, "destDir")?, &handle.storage_options)?;
         let copies: Vec<(String, String)> = names.into_iter().zip(dest_names).collect();
-        let streamed = handle.checkpoint.lock().unwrap().copy_files(&copies, dest.as_ref())?;
+        let streamed = handle.checkpoint.lock().recover().copy_files(&copies, dest.as_ref())?;
         Ok(streamed as jlong)
     })
 }
@@ -164,9 +166,9 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointHandOver<'l>(
         let Ok(checkpoint_id) = u64::try_from(checkpoint_id) else {
             return illegal_argument(format!("negative checkpointId {checkpoint_id}"));
         };
-        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let handle = handles::checkpoint(checkpoint)?;
         let _in_db = handle.log_span.0.enter();
-        let checkpoint = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        let checkpoint = handle.checkpoint.lock().recover();
         checkpoint.hand_over(&names, checkpoint_id)?;
         Ok(())
     })
@@ -196,13 +198,9 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_checkpointReadFile<'l>(
         };
         let out_buf = DirectBuffer::of(env, &out, "output")?;
         let (_, length) = out_buf.range(out_offset, length, "output")?;
-        let handle = handles::CHECKPOINTS.get(checkpoint)?;
+        let handle = handles::checkpoint(checkpoint)?;
         let _in_db = handle.log_span.0.enter();
-        let data = handle.checkpoint.lock().unwrap_or_else(|p| p.into_inner()).read_file(
-            &name,
-            position,
-            length as u64,
-        )?;
+        let data = handle.checkpoint.lock().recover().read_file(&name, position, length as u64)?;
         // At most `length` bytes, so the length fits in a jint.
         let read = data.len() as jint;
         // SAFETY: `out` (the local reference) lives until this method returns and the slice does

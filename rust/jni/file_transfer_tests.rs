@@ -2,7 +2,7 @@
 //! the JVM calls them: good input moves the exact bytes, bad input (unknown handles, missing
 //! files, bad buffers and URLs) becomes a Java exception and never a crash.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ::jni::JNIEnv;
 use ::jni::objects::{JByteBuffer, JClass, JObject, JObjectArray, JString};
@@ -15,7 +15,7 @@ use super::files::{
     Java_org_forstrs_jni_ForStNative_fileFinish as file_finish,
     Java_org_forstrs_jni_ForStNative_fileWrite as file_write,
 };
-use super::handles::{CHECKPOINTS, CheckpointHandle};
+use super::handles::{CHECKPOINTS, CheckpointHandle, DbHandle};
 use crate::jvm::test_jvm::vm;
 use crate::lsm::{Db, DbOptions};
 use crate::storage::{LocalBackend, StorageOptions, open_storage};
@@ -98,7 +98,7 @@ fn file_url(dir: &std::path::Path) -> String {
 
 /// A DB in `dir` with one flushed SST of about 200 KB, and a durable checkpoint of it registered
 /// as a handle. Returns (db, checkpoint handle, SST name).
-fn checkpointed_db(dir: &std::path::Path, options: StorageOptions) -> (Db, i64, String) {
+fn checkpointed_db(dir: &std::path::Path, options: StorageOptions) -> (Arc<DbHandle>, i64, String) {
     let storage = open_storage(&file_url(dir), &options).unwrap();
     let db = Db::open_with_storage(storage, DbOptions::default()).unwrap();
     let cf = db.create_cf("state").unwrap();
@@ -111,8 +111,10 @@ fn checkpointed_db(dir: &std::path::Path, options: StorageOptions) -> (Db, i64, 
     let files = checkpoint.files().unwrap();
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].0.clone();
+    let db = Arc::new(DbHandle::new(db, StorageOptions::default()));
     let handle = CHECKPOINTS.insert(CheckpointHandle {
         checkpoint: Mutex::new(checkpoint),
+        db: db.clone(),
         storage_options: StorageOptions::default(),
         log_span: Default::default(),
     });

@@ -17,6 +17,7 @@ use super::guard::{Failure, JniResult, guard};
 use super::handles::Registry;
 use super::natives::{string, strings};
 use super::options;
+use crate::lsm::locks::Recover;
 use crate::lsm::{AfterFailover, Leave, delete_database};
 use crate::storage::{
     FileWriter, StorageOptions, block_on, delete_tree, list_children, open_storage,
@@ -47,7 +48,7 @@ impl FileWriterHandle {
     fn take(&self) -> Result<Box<dyn FileWriter>, Failure> {
         self.writer
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .recover()
             .take()
             .ok_or_else(|| Failure::IllegalState(format!("{} is already closed", self.url)))
     }
@@ -94,7 +95,7 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_fileWrite<'l>(
         // SAFETY: `data` (the local reference) lives until this method returns; the bytes are
         // copied out before it does, and nothing writes the buffer meanwhile.
         let chunk = Bytes::copy_from_slice(unsafe { buffer.slice(offset, length, "data")? });
-        let mut writer = handle.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut writer = handle.writer.lock().recover();
         let Some(writer) = writer.as_mut() else {
             return Err(Failure::IllegalState(format!("{} is already closed", handle.url)));
         };

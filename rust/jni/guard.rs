@@ -21,6 +21,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use ::jni::JNIEnv;
 use ::jni::objects::{JObject, JThrowable, JValue};
 
+use super::handles;
 use crate::{Error, ErrorKind};
 
 /// Why a native method failed.
@@ -57,7 +58,9 @@ pub fn guard<'local, R: Default>(
     env: &mut JNIEnv<'local>,
     body: impl FnOnce(&mut JNIEnv<'local>) -> JniResult<R>,
 ) -> R {
+    let mark = handles::touched_mark();
     let outcome = catch_unwind(AssertUnwindSafe(|| body(env)));
+    let touched = handles::touched_since(mark);
     match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(failure)) => {
@@ -65,6 +68,10 @@ pub fn guard<'local, R: Default>(
             R::default()
         }
         Err(payload) => {
+            // Whatever the panic left half-done in a database it worked on, nobody may go on
+            // using it: it fails for every caller, as after a panic in background work.
+            let panicked = Error::from_panic("a native call", payload.as_ref());
+            touched.iter().for_each(|handle| handle.db.inner.fail(panicked.clone()));
             throw_class(
                 env,
                 "java/lang/RuntimeException",

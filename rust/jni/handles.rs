@@ -5,6 +5,7 @@
 //! `IllegalStateException`. A call already running when another thread closes the handle keeps its
 //! `Arc` and finishes against the closed database, which answers `Error::Closed`.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -13,6 +14,7 @@ use once_cell::sync::Lazy;
 
 use super::guard::{Failure, JniResult};
 use crate::executor::FamilyRegistry;
+use crate::lsm::locks::Recover;
 use crate::lsm::options::LogSpan;
 use crate::lsm::{Checkpoint, ColumnFamily, Db};
 use crate::storage::StorageOptions;
@@ -63,12 +65,12 @@ impl<T> Registry<T> {
         let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         // A poisoned lock only means a panic happened while it was held; the map itself is intact
         // (every update is a single insert or remove).
-        self.objects.write().unwrap_or_else(|p| p.into_inner()).insert(id, Arc::new(object));
+        self.objects.write().recover().insert(id, Arc::new(object));
         id
     }
 
     pub fn get(&self, handle: i64) -> JniResult<Arc<T>> {
-        let objects = self.objects.read().unwrap_or_else(|p| p.into_inner());
+        let objects = self.objects.read().recover();
         objects.get(&handle).cloned().ok_or_else(|| {
             Failure::IllegalState(format!("{} handle {handle} is unknown or closed", self.what))
         })
@@ -76,7 +78,7 @@ impl<T> Registry<T> {
 
     /// Removes the handle; later lookups fail. A call still holding the object finishes with it.
     pub fn remove(&self, handle: i64) -> JniResult<Arc<T>> {
-        let removed = self.objects.write().unwrap_or_else(|p| p.into_inner()).remove(&handle);
+        let removed = self.objects.write().recover().remove(&handle);
         removed.ok_or_else(|| {
             Failure::IllegalState(format!(
                 "{} handle {handle} is unknown or already closed",
@@ -104,10 +106,41 @@ impl std::ops::Deref for InDb {
 }
 
 impl InDb {
+    /// The handle itself, for what outlives the call.
+    pub fn shared(&self) -> Arc<DbHandle> {
+        self.handle.clone()
+    }
+
     pub fn enter(handle: Arc<DbHandle>) -> Self {
+        touched(&handle);
         let span = handle.db.inner.options.log_span.entered();
         InDb { handle, _span: span }
     }
+}
+
+thread_local! {
+    /// The databases the native call running on this thread looked up: a panic in it fails them
+    /// (see `guard`), whatever state it left them in.
+    static TOUCHED: RefCell<Vec<Arc<DbHandle>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records that the current native call works on `db` (see `TOUCHED`).
+fn touched(db: &Arc<DbHandle>) {
+    TOUCHED.with(|t| t.borrow_mut().push(db.clone()));
+}
+
+/// How many databases the calls on this thread touched so far: a call's own start from here.
+pub(super) fn touched_mark() -> usize {
+    TOUCHED.with(|t| t.borrow().len())
+}
+
+/// Forgets the databases touched since `mark`, and returns them.
+pub(super) fn touched_since(mark: usize) -> Vec<Arc<DbHandle>> {
+    TOUCHED.with(|t| {
+        let mut t = t.borrow_mut();
+        let from = mark.min(t.len());
+        t.split_off(from)
+    })
 }
 
 /// The database behind `handle`, entered ([`InDb`]).
@@ -118,6 +151,8 @@ pub fn database(handle: i64) -> JniResult<InDb> {
 /// A checkpoint Java is taking; the mutex serializes its asynchronous steps.
 pub struct CheckpointHandle {
     pub checkpoint: Mutex<Checkpoint>,
+    /// The database it is of (a panic in a call on the checkpoint fails it).
+    pub db: Arc<DbHandle>,
     /// The database's, for opening copy destinations.
     pub storage_options: StorageOptions,
     /// The database's log span, entered by the checkpoint's steps.
@@ -126,3 +161,10 @@ pub struct CheckpointHandle {
 
 /// Released checkpoints unpin their files once no call still uses them.
 pub static CHECKPOINTS: Registry<CheckpointHandle> = Registry::new("checkpoint");
+
+/// The checkpoint behind `handle`; the call works on its database (see `TOUCHED`).
+pub fn checkpoint(handle: i64) -> JniResult<Arc<CheckpointHandle>> {
+    let checkpoint = CHECKPOINTS.get(handle)?;
+    touched(&checkpoint.db);
+    Ok(checkpoint)
+}

@@ -1,6 +1,7 @@
-//! Failpoints, for tests only: named places in background work that panic when armed, so that
-//! tests (Rust, and Java through `ForStNative.armFailpoint`) can check that a panicking flush or
-//! compaction fails the database instead of hanging it. They ship in the jar and do nothing
+//! Failpoints, for tests only: named places in engine work that panic when armed, so that tests
+//! (Rust, and Java through `ForStNative.armFailpoint`) can check that a panicking flush,
+//! compaction or write (on the caller's thread) fails the database instead of hanging it or
+//! letting it go on. They ship in the jar and do nothing
 //! unless armed: an unarmed point costs one relaxed atomic load.
 //!
 //! Arming is process-wide (every open database reaches the same points), so tests that arm one
@@ -45,7 +46,10 @@ pub(crate) static FLUSH: Failpoint = Failpoint::new("flush");
 /// outputs and before it installs them.
 pub(crate) static COMPACTION: Failpoint = Failpoint::new("compaction");
 
-static ALL: [&Failpoint; 2] = [&FLUSH, &COMPACTION];
+/// In a write, on the caller's thread under the writer lock, before the batch is applied.
+pub(crate) static WRITE: Failpoint = Failpoint::new("write");
+
+static ALL: [&Failpoint; 3] = [&FLUSH, &COMPACTION, &WRITE];
 
 /// Makes the point `name` panic the next `times` times it is reached (0 disarms it).
 pub fn arm(name: &str, times: u32) -> Result<()> {

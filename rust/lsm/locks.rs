@@ -1,12 +1,13 @@
 //! The engine's policy for poisoned locks: take the guard anyway.
 //!
 //! A panic in engine work fails the database (`lsm::supervision`: background threads and tasks
-//! catch it and call `DbInner::fail`; the JNI guard turns a caller's into an exception), so a
-//! poisoned lock adds nothing to know. What the locks guard is replaced whole (super version,
-//! column families) or changed in single steps (counters, flags, sets of names), so a guard
-//! recovered after a panic sees a state that was whole before or after a step. Panicking on
-//! poison instead would turn one panic into one per later caller: the waiters that must wake to
-//! the failure, `close`, and `Drop` impls, where a second panic during unwinding aborts the JVM.
+//! catch it and call `DbInner::fail`; the JNI guard fails the databases a panicking native call
+//! touched and throws), so a poisoned lock adds nothing to know. What the locks guard is replaced
+//! whole (super version, column families) or changed in single steps (counters, flags, sets of
+//! names), so a guard recovered after a panic sees a state that was whole before or after a step.
+//! Panicking on poison instead would turn one panic into one per later caller: the waiters that
+//! must wake to the failure, `close`, and `Drop` impls, where a second panic during unwinding
+//! aborts the JVM.
 
 use std::sync::{LockResult, PoisonError};
 

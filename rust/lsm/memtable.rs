@@ -10,6 +10,7 @@ use bytes::Bytes;
 use crate::Result;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, unpack_trailer};
+use crate::lsm::locks::Recover;
 use crate::lsm::memtable_filter::KeyFilter;
 use crate::lsm::memtable_skiplist::{Cursor, Entry, SkipList};
 use crate::lsm::memtable_tombstones::MemTombstones;
@@ -78,7 +79,7 @@ impl MemTable {
     /// Adds a range delete; its sequence number must be the highest in this memtable so far.
     pub fn add_tombstone(&self, tombstone: RangeTombstone) {
         let bounds = (tombstone.start.len() + tombstone.end.len()) as u64;
-        let fragments = self.tombstones.write().unwrap().add(tombstone) as u64;
+        let fragments = self.tombstones.write().recover().add(tombstone) as u64;
         // Each touched fragment may have gained a copy of a bound and a sequence number.
         let bytes = bounds + TOMBSTONE_OVERHEAD + fragments * 16;
         self.tombstone_bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -92,7 +93,7 @@ impl MemTable {
         if !self.has_tombstones.load(Ordering::Acquire) {
             return 0;
         }
-        self.tombstones.read().unwrap().covering_seq(key, snapshot)
+        self.tombstones.read().recover().covering_seq(key, snapshot)
     }
 
     /// The range deletes over [lower, upper) visible at `snapshot`: what an iterator of the
@@ -106,13 +107,13 @@ impl MemTable {
         if !self.has_tombstones.load(Ordering::Acquire) {
             return FragmentedTombstones::default();
         }
-        self.tombstones.read().unwrap().view(lower, Some(upper), snapshot)
+        self.tombstones.read().recover().view(lower, Some(upper), snapshot)
     }
 
     /// Every range delete of a frozen memtable (only frozen: the list is built once and kept).
     pub fn frozen_tombstones(&self) -> &Arc<FragmentedTombstones> {
         self.frozen_tombstones.get_or_init(|| {
-            let all = self.tombstones.read().unwrap().view(&[], None, MAX_SEQ);
+            let all = self.tombstones.read().recover().view(&[], None, MAX_SEQ);
             Arc::new(all)
         })
     }

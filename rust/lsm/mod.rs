@@ -25,7 +25,7 @@ mod flush;
 pub mod iterator;
 pub mod iterators;
 pub mod key;
-mod locks;
+pub(crate) mod locks;
 pub mod memtable;
 mod memtable_filter;
 mod memtable_skiplist;

@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A panic in the engine's background work (a flush, a compaction; injected through {@link
- * ForStNative#armFailpoint}) fails the task at once with the panic's message, instead of hanging it
+ * ForStNative#armFailpoint}) or in a write on the task's executor thread fails the task at once with the panic's message, instead of hanging it
  * until the checkpoint timeout; the job restores from its checkpoints and finishes with exact
  * counts.
  */
@@ -52,24 +52,52 @@ class BackgroundPanicITCase {
     void disarm() {
         ForStNative.armFailpoint("flush", 0);
         ForStNative.armFailpoint("compaction", 0);
+        ForStNative.armFailpoint("write", 0);
     }
 
     @Test
     void aPanickingFlushFailsTheTaskAndTheJobRecovers(
             @TempDir Path primary, @TempDir Path checkpoints, @InjectMiniCluster MiniCluster cluster)
             throws Exception {
-        runWithPanicIn("flush", "flush thread panicked", primary, checkpoints, cluster);
+        runWithPanicIn(
+                "flush",
+                List.of("flush thread panicked: failpoint 'flush' fired", "database failed"),
+                primary,
+                checkpoints,
+                cluster);
     }
 
     @Test
     void aPanickingCompactionFailsTheTaskAndTheJobRecovers(
             @TempDir Path primary, @TempDir Path checkpoints, @InjectMiniCluster MiniCluster cluster)
             throws Exception {
-        runWithPanicIn("compaction", "compaction panicked", primary, checkpoints, cluster);
+        runWithPanicIn(
+                "compaction",
+                List.of("compaction panicked: failpoint 'compaction' fired", "database failed"),
+                primary,
+                checkpoints,
+                cluster);
+    }
+
+    /** On the task's own executor thread, not in background work: the database fails too. */
+    @Test
+    void aPanickingWriteFailsTheTaskAndTheJobRecovers(
+            @TempDir Path primary, @TempDir Path checkpoints, @InjectMiniCluster MiniCluster cluster)
+            throws Exception {
+        runWithPanicIn(
+                "write",
+                List.of("panic in ForSt-RS native code: failpoint 'write' fired"),
+                primary,
+                checkpoints,
+                cluster);
     }
 
     private static void runWithPanicIn(
-            String failpoint, String panicOf, Path primary, Path checkpoints, MiniCluster cluster)
+            String failpoint,
+            List<String> inOneTrace,
+            Path primary,
+            Path checkpoints,
+            MiniCluster cluster)
             throws Exception {
         String run = "panic-" + failpoint + "-" + UUID.randomUUID();
         Configuration config = CountingJob.config(primary, checkpoints);
@@ -87,10 +115,9 @@ class BackgroundPanicITCase {
         JobClient job = env.executeAsync("counting with a panic in " + failpoint);
 
         assertThat(Await.terminal(job)).isEqualTo(JobStatus.FINISHED);
-        String expected = panicOf + ": failpoint '" + failpoint + "' fired";
         assertThat(failures(cluster, job.getJobID()))
                 .as("the job's failures")
-                .anyMatch(trace -> trace.contains(expected) && trace.contains("database failed"));
+                .anyMatch(trace -> inOneTrace.stream().allMatch(trace::contains));
         CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
     }
 

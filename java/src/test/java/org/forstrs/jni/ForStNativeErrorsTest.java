@@ -122,6 +122,34 @@ class ForStNativeErrorsTest {
     }
 
     @Test
+    void aPanicOnTheCallersThreadFailsTheDatabaseForEveryLaterCall() {
+        final long db = ForStNative.open(url(), null);
+        try {
+            final int cf = ForStNative.createColumnFamily(db, FAMILY);
+            put(db, cf, "key", "value");
+            ForStNative.armFailpoint("write", 1);
+            assertThatThrownBy(() -> put(db, cf, "other", "value"))
+                    .isInstanceOf(RuntimeException.class)
+                    .hasMessageContaining("panic in ForSt-RS native code")
+                    .hasMessageContaining("failpoint 'write' fired");
+            // The panic left the database as it left it: nobody may use it any more.
+            assertThatThrownBy(() -> get(db, cf, "key"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("failed")
+                    .hasMessageContaining("a native call panicked: failpoint 'write' fired");
+            assertThatThrownBy(() -> put(db, cf, "third", "value"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("failpoint 'write' fired");
+        } finally {
+            ForStNative.armFailpoint("write", 0);
+            ForStNative.close(db);
+        }
+        // Closed after the failure, the directory is free for the next writer.
+        final long again = ForStNative.open(url(), null);
+        ForStNative.close(again);
+    }
+
+    @Test
     void closeWithStatsRefusesAWrongArrayBeforeClosingAndFillsTheValuesAtClose() {
         final long db = ForStNative.open(url(), null);
         final int cf = ForStNative.createColumnFamily(db, FAMILY);
