@@ -8,7 +8,7 @@
 //! FLIP-423's 1.5 ms HDFS latency could not be modelled. The precise delay never finishes early
 //! and alone overshoots by under 0.1 ms (1.5 ms -> 1.58 ms); when 1000 finish at once, polling
 //! them all on the two I/O workers adds a few tenths of a millisecond (1.5 ms -> 1.8-2.1 ms
-//! mean). `timer_granularity` prints both timers.
+//! mean). `delays_never_end_early` prints both timers.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -286,10 +286,11 @@ mod tests {
     use super::*;
     use crate::storage::{block_on, io_runtime};
 
-    /// Prints how long precise delays and tokio sleeps really take, one at a time and 1000 at once;
-    /// no assertion on time because CI machines are noisy.
+    /// Neither a precise delay nor a tokio sleep ends before the time asked, one at a time or
+    /// 1000 at once (how much later they end depends on the machine's load: printed, not
+    /// asserted).
     #[test]
-    fn timer_granularity() {
+    fn delays_never_end_early() {
         for micros in [100u64, 500, 1000, 1500, 2000, 5000] {
             let asked = Duration::from_micros(micros);
             println!("asked {asked:?}");
@@ -327,6 +328,9 @@ mod tests {
         let wall = start.elapsed();
         let mean = each.iter().sum::<Duration>() / each.len() as u32;
         let max = each.iter().max().unwrap();
+        let min = each.iter().min().unwrap();
+        assert!(single >= asked, "{name}: one of {asked:?} ended after {single:?}");
+        assert!(*min >= asked, "{name}: one of 1000 of {asked:?} ended after {min:?}");
         println!(
             "  {name:13}: single {single:?}; 1000 concurrent: each {mean:?} mean, {max:?} max, all {wall:?}"
         );

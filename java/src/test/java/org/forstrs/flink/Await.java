@@ -6,22 +6,29 @@ import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.client.JobStatusMessage;
 
+import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 
 /**
- * Waits for a condition on a running job, with no deadline: how fast a loaded machine runs never
- * decides a verdict (a hang is bounded by the build's timeout). The wait fails as soon as the job
- * reached a terminal state, since then the condition can no longer become true.
+ * Waits for a condition on a running job. What decides a verdict is the condition, never how
+ * fast a loaded machine gets there: each wait has a deadline far above any condition's cost
+ * ({@link #DEADLINE}), a hang guard that fails naming what it waited for instead of leaving a
+ * stalled run to the build's timeout. A wait on a job fails as soon as the job reached a
+ * terminal state, since then the condition can no longer become true.
  */
 final class Await {
 
     /** Between two checks of the condition: a poll interval, not part of any verdict. */
     private static final long POLL_MS = 20;
 
+    /** The hang guard of one wait. */
+    static final Duration DEADLINE = Duration.ofMinutes(5);
+
     private Await() {}
 
     static void until(String what, Callable<Boolean> condition, JobClient job) throws Exception {
+        long end = System.nanoTime() + DEADLINE.toNanos();
         while (!condition.call()) {
             JobStatus status = job.getJobStatus().get();
             if (status.isGloballyTerminalState()) {
@@ -29,25 +36,34 @@ final class Await {
                 throw new AssertionError(
                         "the job ended (" + status + ") while waiting for " + what, cause);
             }
-            Thread.sleep(POLL_MS);
+            pause(what, end);
         }
     }
 
     /**
      * Until {@code condition} holds, where no running job can end the wait (the JobManager's
-     * asynchronous deletions after a job ended, a job's own way to its end): a condition that
-     * never holds hangs until the build's timeout.
+     * asynchronous deletions after a job ended, a job's own way to its end).
      */
-    static void until(Callable<Boolean> condition) throws Exception {
+    static void until(String what, Callable<Boolean> condition) throws Exception {
+        long end = System.nanoTime() + DEADLINE.toNanos();
         while (!condition.call()) {
-            Thread.sleep(POLL_MS);
+            pause(what, end);
         }
     }
 
     /** Until the job reached a terminal state; returns that state (a terminal state is final). */
     static JobStatus terminal(JobClient job) throws Exception {
-        until(() -> job.getJobStatus().get().isGloballyTerminalState());
+        until(
+                "job " + job.getJobID() + " to end",
+                () -> job.getJobStatus().get().isGloballyTerminalState());
         return job.getJobStatus().get();
+    }
+
+    private static void pause(String what, long end) throws InterruptedException {
+        if (System.nanoTime() - end > 0) {
+            throw new AssertionError("waited " + DEADLINE.toMinutes() + " min for " + what);
+        }
+        Thread.sleep(POLL_MS);
     }
 
     /**
@@ -66,7 +82,9 @@ final class Await {
             } catch (ExecutionException e) {
                 // it ended between the listing and the cancel: the wait below sees its end
             }
-            until(() -> cluster.getJobStatus(id).get().isGloballyTerminalState());
+            until(
+                    "cancelled job " + id + " to end",
+                    () -> cluster.getJobStatus(id).get().isGloballyTerminalState());
         }
     }
 }

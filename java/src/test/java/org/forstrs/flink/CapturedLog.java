@@ -49,19 +49,6 @@ final class CapturedLog extends AbstractAppender implements AutoCloseable {
     }
 
     /**
-     * The first event from now on that matches; waits for it without a deadline of its own (the
-     * tests' hang guard stops a run in which it never comes).
-     */
-    LogEvent await(Predicate<LogEvent> matching) throws InterruptedException {
-        while (true) {
-            LogEvent event = events.take();
-            if (matching.test(event)) {
-                return event;
-            }
-        }
-    }
-
-    /**
      * The first event from now on that matches, within {@code deadline} (a hang guard: it fails
      * naming {@code what} it waited for).
      */

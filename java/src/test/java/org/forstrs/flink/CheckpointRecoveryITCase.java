@@ -158,7 +158,9 @@ class CheckpointRecoveryITCase {
                 .anyMatch(s -> s.filesHandedOver() > 0);
         Path jobDir = checkpoints.resolve(result.getJobID().toString());
         // The JobManager discards the last checkpoints' files asynchronously after FINISHED.
-        Await.until(() -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
+        Await.until(
+                "an empty shared directory",
+                () -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
         assertThat(CheckpointFiles.sharedFiles(jobDir)).isEmpty();
     }
 
@@ -258,7 +260,9 @@ class CheckpointRecoveryITCase {
         for (CheckpointStats s : stats) {
             s.copiedTo().forEach(p -> copiedBy.put(localPath(p), s.checkpointId()));
         }
-        Await.until(() -> leftovers(jobDir, referenced, copiedBy, retainedId).isEmpty());
+        Await.until(
+                "no leftover copies",
+                () -> leftovers(jobDir, referenced, copiedBy, retainedId).isEmpty());
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
     }
 
@@ -304,7 +308,9 @@ class CheckpointRecoveryITCase {
             assertThat(s.filesCopied()).as("no SST copied").isZero();
             s.handedOver().forEach(p -> handedOverBy.put(localPath(p), s.checkpointId()));
         }
-        Await.until(() -> dbLeftovers(jobDir, referenced, handedOverBy, retainedId).isEmpty());
+        Await.until(
+                "no leftover DB files",
+                () -> dbLeftovers(jobDir, referenced, handedOverBy, retainedId).isEmpty());
         assertThat(CheckpointFiles.sharedFiles(jobDir)).containsAll(referenced);
     }
 

@@ -74,6 +74,8 @@ class NativeLogITCase {
             JobID job = client.getJobID();
             LogEvent retry =
                     log.await(
+                            "of the job's retried read",
+                            Await.DEADLINE,
                             event ->
                                     event.getLevel() == Level.WARN
                                             && event.getMessage()

@@ -256,8 +256,11 @@ class NativeMetricsITCase {
         Map<String, Map<String, Metric>> metrics = new HashMap<>();
         try {
             for (String operator : List.of(SYNC_OPERATOR, ASYNC_OPERATOR)) {
-                // read state after a completed checkpoint (no deadline: the hang guard bounds it)
-                READY.get(operator).await();
+                // read state after a completed checkpoint
+                Await.until(
+                        "a checkpoint after state was read in " + operator,
+                        () -> READY.get(operator).getCount() == 0,
+                        job);
             }
             for (String operator : List.of(SYNC_OPERATOR, ASYNC_OPERATOR)) {
                 metrics.put(operator, operatorMetrics(job.getJobID(), operator));

@@ -41,7 +41,6 @@ class NoClaimRestoreITCase {
 
     @RegisterExtension static final S3TestServer S3 = new S3TestServer();
 
-    private static final Duration HANG_GUARD = Duration.ofMinutes(3);
     private static final String RELOCATED = "restored files from the checkpoint's copies";
 
     private String root;
@@ -132,7 +131,7 @@ class NoClaimRestoreITCase {
             for (int subtask = 0; subtask < 2; subtask++) {
                 log.await(
                         "of a DB reading the first checkpoint's copies",
-                        HANG_GUARD,
+                        Await.DEADLINE,
                         e -> e.getMessage().getFormattedMessage().contains(RELOCATED));
             }
             Path gone = new Path(deletable);

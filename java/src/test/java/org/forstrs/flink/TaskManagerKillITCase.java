@@ -151,7 +151,9 @@ class TaskManagerKillITCase {
                 if (primaryOnCheckpointDir) {
                     Path jobDir = dir.resolve("checkpoints").resolve(id.toString());
                     // The JobManager discards the last checkpoints asynchronously after FINISHED.
-                    Await.until(() -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
+                    Await.until(
+                            "an empty shared directory",
+                            () -> CheckpointFiles.sharedFiles(jobDir).isEmpty());
                 }
             }
             CheckpointRecoveryITCase.assertExactFinalCounts(readResults(results), RECORDS, KEYS);
