@@ -75,6 +75,10 @@ public final class ForStTool {
                     "      shared: chk-<n> is the first earlier retained checkpoint of the job",
                     "      that references the file too; elsewhere: the file lies outside the",
                     "      job's directory (an earlier job's checkpoint it was restored from).",
+                    "      A damaged checkpoint is read as far as it can be: each database or",
+                    "      state that could not be read gets entries=- and a last line",
+                    "        damaged operator= subtask= [state=] reason=   (naming the file)",
+                    "      Exit status 0, or 1 when anything was damaged.",
                     "  verify <checkpoint or savepoint dir>",
                     "      Reads every referenced file, checks every SST block's checksum and",
                     "      each database's manifest against its files. Lines: 'database",
@@ -103,8 +107,9 @@ public final class ForStTool {
                     "      its chk-<n> and savepoint directories, and those of its job",
                     "      directories): operators, states, files, key lookup, paged scans and",
                     "      diffs, as a page and as JSON under /api/. Binds 127.0.0.1 and port",
-                    "      8081 unless told (--port 0: a free port); prints 'serving <url>'",
-                    "      first, then serves until stopped. Never writes.",
+                    "      8423 unless told (--port 0: a free port; none of Flink's defaults);",
+                    "      prints 'serving <url>' first, then serves until stopped. Never",
+                    "      writes. A sound checkpoint's inspection is read once and kept.",
                     "Exit status: 0 done, 1 failed, 2 wrong usage.");
 
     private ForStTool() {}
@@ -220,7 +225,7 @@ public final class ForStTool {
             throws Exception {
         String root = null;
         String bind = "127.0.0.1";
-        int port = 8081;
+        int port = WebMonitor.DEFAULT_PORT;
         for (int i = 1; i < args.length; i++) {
             boolean hasValue = i + 1 < args.length;
             if (args[i].equals("--port") && hasValue) {

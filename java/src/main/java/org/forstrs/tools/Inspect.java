@@ -5,6 +5,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.Path;
 
 import java.io.PrintStream;
+import java.util.List;
 
 /**
  * {@code ForStTool inspect}: what a checkpoint or savepoint holds, per operator and subtask,
@@ -21,8 +22,11 @@ final class Inspect {
                     "inspect: expected one checkpoint or savepoint directory\n" + ForStTool.USAGE);
             return 2;
         }
-        print(Inspection.of(new Path(args[1]), config), out);
-        return 0;
+        Inspection.Checkpoint checkpoint = Inspection.of(new Path(args[1]), config);
+        print(checkpoint, out);
+        List<String> damage = checkpoint.damage();
+        damage.forEach(line -> out.println("damaged " + line));
+        return damage.isEmpty() ? 0 : 1;
     }
 
     static void print(Inspection.Checkpoint checkpoint, PrintStream out) {

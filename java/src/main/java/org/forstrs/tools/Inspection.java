@@ -23,14 +23,42 @@ import java.util.regex.Pattern;
 /**
  * What a checkpoint or savepoint holds, as a tree of records: operators, their subtasks'
  * databases, states, levels and files. {@code inspect} prints it as lines ({@link Inspect}), the
- * web monitor as JSON ({@link #json}); both read it from here so they never disagree.
+ * web monitor as JSON ({@link #json}); both read it from here so they never disagree. A damaged
+ * checkpoint is read as far as it can be: a database that cannot be opened, or a state whose
+ * entries cannot be counted (a damaged or missing file), is marked with the reason, naming the
+ * file, and everything else is shown.
  */
 final class Inspection {
 
     private static final Pattern CHECKPOINT_DIR = Pattern.compile("chk-(\\d+)");
 
     /** The checkpoint in {@code dir}. */
-    record Checkpoint(String dir, long checkpointId, List<Operator> operators) {}
+    record Checkpoint(String dir, long checkpointId, List<Operator> operators) {
+
+        /** What could not be read, one line each ({@code operator= subtask= [state=] reason=}). */
+        List<String> damage() {
+            List<String> damage = new ArrayList<>();
+            for (Operator operator : operators) {
+                for (Subtask subtask : operator.subtasks) {
+                    String where = "operator=" + operator.label + " subtask=" + subtask.index;
+                    if (subtask.damaged != null) {
+                        damage.add(where + " reason=" + JsonText.string(subtask.damaged));
+                    }
+                    for (State state : subtask.states) {
+                        if (state.damaged != null) {
+                            damage.add(
+                                    where
+                                            + " state="
+                                            + JsonText.string(state.name)
+                                            + " reason="
+                                            + JsonText.string(state.damaged));
+                        }
+                    }
+                }
+            }
+            return damage;
+        }
+    }
 
     record Operator(
             String label,
@@ -45,7 +73,8 @@ final class Inspection {
     /**
      * One subtask's database; {@code oldest} and {@code newest} are its files by the file
      * system's modification time (null when it lists none); {@code statesUndecoded} says why its
-     * state meta info does not decode here (a class of the job missing), else null.
+     * state meta info does not decode here (a class of the job missing), else null; {@code
+     * damaged} why the database could not be read at all (then it lists nothing), else null.
      */
     record Subtask(
             int index,
@@ -59,6 +88,7 @@ final class Inspection {
             @Nullable Dated oldest,
             @Nullable Dated newest,
             @Nullable String statesUndecoded,
+            @Nullable String damaged,
             List<State> states,
             List<Level> levels,
             List<File> fileList) {}
@@ -72,7 +102,8 @@ final class Inspection {
 
     /**
      * One state of one subtask; {@code entries} is null for a state the database has no column
-     * family of; serializers are described by {@link StateDescription#describe}.
+     * family of, or whose entries could not be read ({@code damaged} says why, naming the file);
+     * serializers are described by {@link StateDescription#describe}.
      */
     record State(
             String name,
@@ -85,7 +116,8 @@ final class Inspection {
             String key,
             String namespace,
             String userKey,
-            String value) {}
+            String value,
+            @Nullable String damaged) {}
 
     record Level(int level, long files, long bytes) {}
 
@@ -110,9 +142,7 @@ final class Inspection {
         for (CheckpointContents.Operator operator : contents.operators()) {
             List<Subtask> subtasks = new ArrayList<>();
             for (CheckpointContents.Subtask subtask : operator.subtasks()) {
-                try (SubtaskReader reader = contents.open(operator, subtask)) {
-                    subtasks.add(subtask(subtask, reader, earlier, jobDir));
-                }
+                subtasks.add(subtask(contents, operator, subtask, earlier, jobDir));
             }
             operators.add(
                     new Operator(
@@ -126,6 +156,35 @@ final class Inspection {
                             List.copyOf(subtasks)));
         }
         return new Checkpoint(dir.toString(), contents.checkpointId(), List.copyOf(operators));
+    }
+
+    /** The subtask's database, or a record of why it could not be read. */
+    private static Subtask subtask(
+            CheckpointContents contents,
+            CheckpointContents.Operator operator,
+            CheckpointContents.Subtask subtask,
+            Map<String, String> earlier,
+            String jobDir) {
+        try (SubtaskReader reader = contents.open(operator, subtask)) {
+            return subtask(subtask, reader, earlier, jobDir);
+        } catch (Exception e) { // native errors arrive unchecked too: any of them is damage
+            return new Subtask(
+                    subtask.index(),
+                    subtask.handle().getKeyGroupRange().getStartKeyGroup(),
+                    subtask.handle().getKeyGroupRange().getEndKeyGroup(),
+                    subtask.handle().getCheckpointId(),
+                    0,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    null,
+                    reason(e),
+                    List.of(),
+                    List.of(),
+                    List.of());
+        }
     }
 
     private static Subtask subtask(
@@ -181,35 +240,39 @@ final class Inspection {
             StateDescription state = StateDescription.of(snapshot);
             boolean stored = families.remove(state.name);
             long[] counts = perState.getOrDefault(state.name, new long[2]);
+            Counted counted = stored ? count(reader, state.name) : Counted.NONE;
             states.add(
                     new State(
                             state.name,
                             state.kind,
                             state.backendType,
                             state.ttl,
-                            stored ? reader.count(state.name) : null,
+                            counted.entries,
                             counts[0],
                             counts[1],
                             StateDescription.describe(keySerializer),
                             StateDescription.describe(state.namespace),
                             StateDescription.describe(state.userKey),
-                            StateDescription.describe(state.value)));
+                            StateDescription.describe(state.value),
+                            counted.damaged));
         }
         for (String family : families) {
             long[] counts = perState.getOrDefault(family, new long[2]);
+            Counted counted = count(reader, family);
             states.add(
                     new State(
                             family,
                             "unknown",
                             "-",
                             false,
-                            reader.count(family),
+                            counted.entries,
                             counts[0],
                             counts[1],
                             "-",
                             "-",
                             "-",
-                            "-"));
+                            "-",
+                            counted.damaged));
         }
         List<Level> levelList = new ArrayList<>();
         levels.forEach((level, c) -> levelList.add(new Level(level, c[0], c[1])));
@@ -225,9 +288,28 @@ final class Inspection {
                 oldest,
                 newest,
                 reader.metaProblem(),
+                null,
                 List.copyOf(states),
                 List.copyOf(levelList),
                 List.copyOf(fileList));
+    }
+
+    /** A state's entries, or why they could not be counted. */
+    private record Counted(@Nullable Long entries, @Nullable String damaged) {
+        static final Counted NONE = new Counted(null, null);
+    }
+
+    private static Counted count(SubtaskReader reader, String family) {
+        try {
+            return new Counted(reader.count(family), null);
+        } catch (Exception e) { // native errors arrive unchecked too: any of them is damage
+            return new Counted(null, reason(e));
+        }
+    }
+
+    /** An error's message (the native ones name the file), or its class when it has none. */
+    private static String reason(Throwable e) {
+        return e.getMessage() == null ? e.getClass().getName() : e.getMessage();
     }
 
     private static void add(long[] counts, long bytes) {
@@ -313,6 +395,7 @@ final class Inspection {
         dated("oldest", s.oldest, out);
         dated("newest", s.newest, out);
         out.field("statesUndecoded", s.statesUndecoded);
+        out.field("damaged", s.damaged);
         out.array("states");
         for (State st : s.states) {
             out.open()
@@ -327,6 +410,7 @@ final class Inspection {
                     .field("namespace", st.namespace)
                     .field("userKey", st.userKey)
                     .field("value", st.value)
+                    .field("damaged", st.damaged)
                     .close();
         }
         out.end().array("levels");

@@ -15,10 +15,13 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 /**
  * {@code ForStTool serve}: a read-only web monitor of the checkpoints under one directory
@@ -36,10 +39,33 @@ public final class WebMonitor implements AutoCloseable {
 
     private static final int DEFAULT_LIMIT = 50;
 
+    /** The default port: none of Flink's defaults (REST 8081, history 8082, gateway 8083...). */
+    public static final int DEFAULT_PORT = 8423;
+
+    /** Requests waiting for one of the two threads; past that, the accepting thread serves. */
+    private static final int QUEUE = 64;
+
+    /** Inspections kept, by checkpoint: a checkpoint never changes once written. */
+    private static final int KEPT_INSPECTIONS = 32;
+
+    /** Seconds the JDK's server gives a client to send its request and to take the response. */
+    private static final String IO_SECONDS = "60";
+
     private final ServedCheckpoints checkpoints;
     private final Configuration config;
     private final HttpServer server;
     private final ExecutorService executor;
+
+    /** The JSON of each sound checkpoint inspected lately (a damaged one is read again). */
+    private final Map<String, String> inspections =
+            new LinkedHashMap<>(16, 0.75f, true) {
+                private static final long serialVersionUID = 1L;
+
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+                    return size() > KEPT_INSPECTIONS;
+                }
+            };
 
     private WebMonitor(
             ServedCheckpoints checkpoints,
@@ -58,18 +84,30 @@ public final class WebMonitor implements AutoCloseable {
      */
     public static WebMonitor start(Path root, String bind, int port, Configuration config)
             throws IOException {
+        // A client that stalls sending its request or taking the response is cut off (the JDK
+        // server's own limits, read when it is created; one set by the user stays).
+        for (String limit : List.of("maxReqTime", "maxRspTime")) {
+            String key = "sun.net.httpserver." + limit;
+            System.setProperty(key, System.getProperty(key, IO_SECONDS));
+        }
         HttpServer server =
                 HttpServer.create(new InetSocketAddress(InetAddress.getByName(bind), port), 0);
         // Two threads: a long inspect of a large checkpoint does not hold up the page's other
-        // calls, and the machine's cores stay the job's.
+        // calls, and the machine's cores stay the job's. A bounded queue: past it the accepting
+        // thread answers itself, so a flood slows down instead of piling up.
         ExecutorService executor =
-                Executors.newFixedThreadPool(
+                new ThreadPoolExecutor(
                         2,
+                        2,
+                        0,
+                        TimeUnit.MILLISECONDS,
+                        new ArrayBlockingQueue<>(QUEUE),
                         r -> {
                             Thread t = new Thread(r, "forst-web-monitor");
                             t.setDaemon(true);
                             return t;
-                        });
+                        },
+                        new ThreadPoolExecutor.CallerRunsPolicy());
         WebMonitor monitor =
                 new WebMonitor(new ServedCheckpoints(root), config, server, executor);
         server.createContext("/", monitor::handle);
@@ -78,7 +116,7 @@ public final class WebMonitor implements AutoCloseable {
         return monitor;
     }
 
-    /** The page's address, e.g. {@code http://127.0.0.1:8081/}. */
+    /** The page's address, e.g. {@code http://127.0.0.1:8423/}. */
     public String url() {
         InetSocketAddress address = server.getAddress();
         String host = address.getAddress().getHostAddress();
@@ -177,8 +215,7 @@ public final class WebMonitor implements AutoCloseable {
             case "/api/checkpoints":
                 return checkpointsJson();
             case "/api/inspect":
-                return Inspection.json(
-                        Inspection.of(checkpoint(required(query, "checkpoint")), config));
+                return inspection(checkpoint(required(query, "checkpoint")));
             case "/api/entries":
                 return entries(query);
             case "/api/diff":
@@ -190,6 +227,28 @@ public final class WebMonitor implements AutoCloseable {
             default:
                 throw new HttpError(404, "no such page: " + path);
         }
+    }
+
+    /**
+     * The inspection of {@code dir}, read once while it is kept: every page load asks for it, and
+     * reading it counts every state's entries, which reads every file.
+     */
+    private String inspection(Path dir) throws IOException {
+        String key = dir.toString();
+        synchronized (inspections) {
+            String kept = inspections.get(key);
+            if (kept != null) {
+                return kept;
+            }
+        }
+        Inspection.Checkpoint checkpoint = Inspection.of(dir, config);
+        String json = Inspection.json(checkpoint);
+        if (checkpoint.damage().isEmpty()) {
+            synchronized (inspections) {
+                inspections.put(key, json);
+            }
+        }
+        return json;
     }
 
     private String checkpointsJson() throws IOException {

@@ -25,6 +25,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -32,6 +33,7 @@ import java.util.TreeSet;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -71,6 +73,7 @@ class ForStToolITCase {
         Result damaged = tool(new Configuration(), "verify", taken.b);
         assertThat(damaged.status).isEqualTo(1);
         assertThat(damaged.out).contains("result=fail", file.getFileName().toString(), "checksum");
+        assertInspectShowsAllButTheDamage(taken.b, file, "checksum");
         Files.write(file, original);
         assertThat(tool(new Configuration(), "verify", taken.b).status).isZero();
 
@@ -79,6 +82,7 @@ class ForStToolITCase {
         Result missing = tool(new Configuration(), "verify", taken.b);
         assertThat(missing.status).isEqualTo(1);
         assertThat(missing.out).contains("result=fail", file.getFileName().toString());
+        assertInspectShowsAllButTheDamage(taken.b, file, "not found");
         Files.move(aside, file);
         assertThat(tool(new Configuration(), "verify", taken.b).status).isZero();
 
@@ -503,7 +507,7 @@ class ForStToolITCase {
     }
 
     /** The location of the largest SST `inspect` lists. */
-    private static String largestSst(String checkpoint) throws Exception {
+    static String largestSst(String checkpoint) throws Exception {
         Result inspect = tool(new Configuration(), "inspect", checkpoint);
         Matcher file =
                 Pattern.compile("(?m)^file \\S+ .* bytes=(\\d+) .* location=(\\S+)$")
@@ -525,6 +529,35 @@ class ForStToolITCase {
     }
 
     /** A command's exit status and output. */
+    /**
+     * {@code inspect} of a checkpoint with one damaged or missing SST: every subtask and every
+     * state of the sound ones printed with its entries; the damage named with the file and
+     * {@code why}, in one subtask only; exit status 1.
+     */
+    private static void assertInspectShowsAllButTheDamage(String checkpoint, Path file, String why)
+            throws Exception {
+        Result inspect = tool(new Configuration(), "inspect", checkpoint);
+        assertThat(inspect.status).as(inspect.out + inspect.err).isEqualTo(1);
+        List<String> lines = inspect.out.lines().collect(Collectors.toList());
+        assertThat(lines).filteredOn(l -> l.startsWith("subtask ")).hasSize(8);
+        List<String> damage =
+                lines.stream().filter(l -> l.startsWith("damaged ")).collect(Collectors.toList());
+        assertThat(damage)
+                .isNotEmpty()
+                .allMatch(l -> l.contains(file.getFileName().toString()))
+                .allMatch(l -> l.toLowerCase(Locale.ROOT).contains(why));
+        Set<String> damagedSubtasks =
+                damage.stream()
+                        .map(l -> l.replaceAll("^damaged (operator=\\S+ subtask=\\d+).*", "$1"))
+                        .collect(Collectors.toSet());
+        assertThat(damagedSubtasks).hasSize(1);
+        String sick = damagedSubtasks.iterator().next();
+        assertThat(lines)
+                .filteredOn(l -> l.startsWith("state ") && !l.contains(sick + " "))
+                .isNotEmpty()
+                .allMatch(l -> l.matches(".* entries=\\d+ .*"));
+    }
+
     record Result(int status, String out, String err) {}
 
     /** Runs a ForStTool command in this JVM with {@code config}. */

@@ -26,11 +26,18 @@ import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 import java.io.File;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -109,6 +116,7 @@ class WebMonitorITCase {
             browser.get(serve.url());
 
             checkOperatorsAndStates(browser, wait, nameB);
+            checkInspectionKept(serve, b, nameB);
             checkLookup(browser, wait);
             checkScan(browser, wait, b);
             checkDiff(browser, wait, a, b, nameA, nameB);
@@ -128,6 +136,8 @@ class WebMonitorITCase {
             browser.manage().window().setSize(new Dimension(1400, height));
             browser.executeScript("window.scrollTo(0, 0);");
             Files.write(shots.resolve("monitor.png"), browser.getScreenshotAs(OutputType.BYTES));
+
+            checkDamage(browser, wait, a, nameA, shots);
             assertThat(serve.stop()).as(serve.err()).isZero();
         } finally {
             if (browser != null) {
@@ -143,6 +153,78 @@ class WebMonitorITCase {
         Set<String> browsed = new TreeSet<>(ReferencedFiles.of(flinkPath(a)));
         browsed.addAll(ReferencedFiles.of(flinkPath(b)));
         assertThat(after.keySet()).containsAll(browsed);
+    }
+
+    /**
+     * The page inspected {@code checkpoint} already: 20 more loads of its inspection read none of
+     * its files again (moved away meanwhile, they would show as damaged) and answer the same.
+     */
+    private static void checkInspectionKept(ServingTool serve, String checkpoint, String name)
+            throws Exception {
+        URI inspect = URI.create(serve.url() + "api/inspect?checkpoint=" + name);
+        HttpClient http = HttpClient.newHttpClient();
+        String first = http.send(HttpRequest.newBuilder(inspect).build(), BodyHandlers.ofString())
+                .body();
+        assertThat(JSON.readTree(first).get("operators")).isNotEmpty();
+        Set<Path> files = CheckpointFiles.referencedSstFiles(Paths.get(URI.create(checkpoint)));
+        assertThat(files).isNotEmpty();
+        Map<Path, Path> aside = new HashMap<>();
+        try {
+            for (Path file : files) {
+                aside.put(file, Files.move(file, file.resolveSibling(file.getFileName() + ".x")));
+            }
+            for (int load = 0; load < 20; load++) {
+                HttpResponse<String> again =
+                        http.send(HttpRequest.newBuilder(inspect).build(), BodyHandlers.ofString());
+                assertThat(again.statusCode()).isEqualTo(200);
+                assertThat(again.body()).as("load %d", load).isEqualTo(first);
+            }
+        } finally {
+            for (Map.Entry<Path, Path> moved : aside.entrySet()) {
+                Files.move(moved.getValue(), moved.getKey());
+            }
+        }
+    }
+
+    /**
+     * One flipped byte in an SST of {@code checkpoint}: the page still shows every operator and
+     * the sound states with their entries, and marks the damaged state and subtask, naming the
+     * file ({@code monitor-damaged.png}); the file is put back as it was, time included.
+     */
+    private static void checkDamage(
+            ChromeDriver browser, WebDriverWait wait, String checkpoint, String name, Path shots)
+            throws Exception {
+        Path file = Paths.get(URI.create(ForStToolITCase.largestSst(checkpoint)));
+        byte[] original = Files.readAllBytes(file);
+        FileTime modified = Files.getLastModifiedTime(file);
+        byte[] flipped = original.clone();
+        flipped[10] ^= 0x40;
+        Files.write(file, flipped);
+        try {
+            browser.findElement(By.cssSelector("button.checkpoint[data-name='" + name + "']"))
+                    .click();
+            wait.until(
+                    ExpectedConditions.presenceOfElementLocated(
+                            By.cssSelector("#operators[data-checkpoint='" + name + "']")));
+            List<WebElement> damagedStates = browser.findElements(By.cssSelector("tr.damaged"));
+            assertThat(damagedStates).filteredOn(r -> r.getAttribute("class").contains("state"))
+                    .hasSize(1)
+                    .allMatch(r -> r.getText().contains("damaged"))
+                    .allMatch(r -> r.getAttribute("title").contains(file.getFileName().toString()));
+            assertThat(damagedStates).filteredOn(r -> r.getAttribute("class").contains("subtask"))
+                    .hasSize(1);
+            assertThat(browser.findElements(By.cssSelector("section.operator")))
+                    .extracting(section -> section.getAttribute("data-label"))
+                    .contains(ToolStateJob.V1_UID, ToolStateJob.V2_UID);
+            assertThat(browser.findElements(By.cssSelector("tr.state:not(.damaged) td.entries")))
+                    .isNotEmpty()
+                    .allMatch(cell -> cell.getText().matches("\\d+"));
+            Files.write(
+                    shots.resolve("monitor-damaged.png"), browser.getScreenshotAs(OutputType.BYTES));
+        } finally {
+            Files.write(file, original);
+            Files.setLastModifiedTime(file, modified);
+        }
     }
 
     private static void checkOperatorsAndStates(
