@@ -16,6 +16,7 @@ import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageAccess;
+import org.apache.flink.util.function.SupplierWithException;
 
 import org.forstrs.flink.async.ForStKeyedStateBackend;
 import org.forstrs.flink.config.ForStBackendConfig;
@@ -23,12 +24,11 @@ import org.forstrs.flink.config.ForStOptions;
 import org.forstrs.flink.config.WorkingDirPlacement;
 import org.forstrs.flink.metrics.NativeMetricMonitor;
 import org.forstrs.flink.state.DbLease;
+import org.forstrs.flink.state.NativeDb;
 import org.forstrs.flink.sync.ForStSyncKeyedStateBackend;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import javax.annotation.Nullable;
 
 import java.io.File;
 import java.io.IOException;
@@ -36,6 +36,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * Flink's disaggregated state backend with the Rust engine: keyed state lives in one native DB
@@ -202,27 +203,25 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        DbLease lease = DbLease.take(checkpointStorage(env), dbUri);
-        ForStSyncKeyedStateBackend<K> backend;
-        try {
-            backend =
-                    ForStSyncKeyedStateBackend.open(
-                            parameters,
-                            dbUri,
-                            nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
-                            latencyTrackingConfigBuilder
-                                    .setMetricGroup(parameters.getMetricGroup())
-                                    .build(),
-                            sizeTrackingConfigBuilder
-                                    .setMetricGroup(parameters.getMetricGroup())
-                                    .build(),
-                            config.getTimerService(),
-                            config.getTimerCacheSize());
-        } catch (Exception e) {
-            releaseQuietly(lease);
-            throw e;
-        }
-        backend.getNativeDb().holdLease(lease);
+        String[] options = nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters));
+        ForStSyncKeyedStateBackend<K> backend =
+                underLease(
+                        env,
+                        dbUri,
+                        () ->
+                                ForStSyncKeyedStateBackend.open(
+                                        parameters,
+                                        dbUri,
+                                        options,
+                                        latencyTrackingConfigBuilder
+                                                .setMetricGroup(parameters.getMetricGroup())
+                                                .build(),
+                                        sizeTrackingConfigBuilder
+                                                .setMetricGroup(parameters.getMetricGroup())
+                                                .build(),
+                                        config.getTimerService(),
+                                        config.getTimerCacheSize()),
+                        ForStSyncKeyedStateBackend::getNativeDb);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -247,21 +246,21 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 dbUri,
                 memory[0],
                 memory[1]);
-        DbLease lease = DbLease.take(checkpointStorage(env), dbUri);
-        ForStKeyedStateBackend<K> backend;
-        try {
-            backend =
-                    ForStKeyedStateBackend.open(
-                            parameters,
-                            env.getExecutionConfig(),
-                            dbUri,
-                            nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters)),
-                            config.isInlineCoordinator() ? 0 : config.getBatchThreads());
-        } catch (Exception e) {
-            releaseQuietly(lease);
-            throw e;
-        }
-        backend.getNativeDb().holdLease(lease);
+        String[] options = nativeOptions(memory, cacheBaseDir(env), dbUri, logLabel(parameters));
+        ForStKeyedStateBackend<K> backend =
+                underLease(
+                        env,
+                        dbUri,
+                        () ->
+                                ForStKeyedStateBackend.open(
+                                        parameters,
+                                        env.getExecutionConfig(),
+                                        dbUri,
+                                        options,
+                                        config.isInlineCoordinator()
+                                                ? 0
+                                                : config.getBatchThreads()),
+                        ForStKeyedStateBackend::getNativeDb);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(
                 backend.getNativeDb(),
@@ -285,10 +284,28 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                 .build();
     }
 
-    private static void releaseQuietly(@Nullable DbLease lease) {
-        if (lease != null) {
-            lease.close();
+    /**
+     * Opens a backend with its DB under a {@link DbLease} taken first (gc must see the DB before
+     * it writes anything), held by the DB until it closes; released if the open fails.
+     */
+    private static <B> B underLease(
+            Environment env,
+            String dbUri,
+            SupplierWithException<B, Exception> open,
+            Function<B, NativeDb> db)
+            throws Exception {
+        DbLease lease = DbLease.take(checkpointStorage(env), dbUri);
+        B backend;
+        try {
+            backend = open.get();
+        } catch (Exception e) {
+            if (lease != null) {
+                lease.close();
+            }
+            throw e;
         }
+        db.apply(backend).holdLease(lease);
+        return backend;
     }
 
     /** The task's checkpoint storage, or null where the environment offers none (tests). */

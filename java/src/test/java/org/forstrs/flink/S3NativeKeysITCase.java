@@ -49,17 +49,10 @@ class S3NativeKeysITCase {
         Configuration config = CountingJob.config(root + "/working", root + "/checkpoints");
         config.setString("state.backend.forst.sync.enforce-local", "false");
         // FLIP-555's keys, and only those.
-        config.setString("s3.endpoint", S3.endpoint());
-        config.setString("s3.region", "us-east-1");
-        config.setString("s3.access-key", "flink-access-key");
-        config.setString("s3.secret-key", "flink-secret-key");
-        config.setString("s3.path-style-access", "true");
+        S3.setFlinkKeys(config);
         config.setString("s3.upload.min.part.size", "5242880");
         config.setString("s3.retry.max-num-retries", "3");
         config.setString("s3.connection.timeout", "10 s");
-        // moto takes neither aws-chunked uploads nor the SDK's checksum headers.
-        config.setString("s3.chunked-encoding.enabled", "false");
-        config.setString("s3.checksum-validation.enabled", "false");
         CheckpointStatsLog.clear();
         FileSystem.initialize(config, S3TestServer.flinkPlugins(config));
         try {

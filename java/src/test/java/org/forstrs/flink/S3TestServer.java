@@ -125,6 +125,12 @@ final class S3TestServer implements BeforeAllCallback, AfterAllCallback {
      * with them and the S3 plugin failsafe unpacked; {@link #resetFlinkFileSystems} undoes it.
      */
     void initializeFlinkFileSystems(Configuration config) throws Exception {
+        setFlinkKeys(config);
+        FileSystem.initialize(config, flinkPlugins(config));
+    }
+
+    /** Flink's {@code s3.*} keys for this server into {@code config}. */
+    void setFlinkKeys(Configuration config) {
         config.setString("s3.endpoint", endpoint);
         config.setString("s3.region", "us-east-1");
         config.setString("s3.access-key", "flink-access-key");
@@ -132,7 +138,6 @@ final class S3TestServer implements BeforeAllCallback, AfterAllCallback {
         config.setString("s3.path-style-access", "true");
         config.setString("s3.chunked-encoding.enabled", "false");
         config.setString("s3.checksum-validation.enabled", "false");
-        FileSystem.initialize(config, flinkPlugins(config));
     }
 
     static void resetFlinkFileSystems() {
