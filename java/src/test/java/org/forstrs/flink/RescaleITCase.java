@@ -16,6 +16,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.net.URI;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.UUID;
@@ -70,6 +71,30 @@ class RescaleITCase {
         assertThat(CheckpointFiles.referencedSstFiles(atThree))
                 .isNotEmpty()
                 .allMatch(f -> f.startsWith(atThree.toAbsolutePath().normalize()));
+    }
+
+    /**
+     * A native savepoint is self-contained and relocatable, as Flink's own are: moved to another
+     * directory (its original deleted), it restores, at another parallelism, exactly.
+     */
+    @Test
+    void aMovedNativeSavepointRestores(
+            @TempDir Path primary, @TempDir Path checkpoints, @TempDir Path savepoints)
+            throws Exception {
+        String run = "moved-" + UUID.randomUUID();
+        Configuration config = CountingJob.config(primary, checkpoints);
+        JobClient first = submit(config, null, 2, run, RECORDS / 2);
+        awaitHeld(run, RECORDS / 2, first);
+        Path taken = stopWithSavepoint(first, savepoints);
+        Path elsewhere = Files.createDirectories(savepoints.resolve("moved"));
+        Path moved = Files.move(taken, elsewhere.resolve(taken.getFileName()));
+
+        submit(config, moved.toUri().toString(), 3, run, Long.MAX_VALUE)
+                .getJobExecutionResult()
+                .get();
+
+        CheckpointRecoveryITCase.assertExactFinalCounts(CountingJob.results(run), RECORDS, KEYS);
+        assertThat(taken).doesNotExist();
     }
 
     @Test

@@ -22,6 +22,7 @@ import org.apache.flink.runtime.state.StateUtil;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
+import org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle;
 import org.apache.flink.util.function.ThrowingConsumer;
 
 import org.forstrs.flink.state.NativeCheckpoint;
@@ -193,11 +194,12 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
                 }
                 handOver = toHandOver.toArray(new String[0]);
                 throughProcess = copyInStorage(checkpoint, names, toCopy, target, copies);
-                bytesCopied = addCopies(toCopy, names, sizes, copies, shared, uploads, copiedTo);
+                bytesCopied =
+                        addCopies(toCopy, names, sizes, copies, shared, uploads, copiedTo, scope);
                 copiesOfExternal = copiesOfExternal(toCopy, names, locations, copies);
             } else if (target != null) {
                 throughProcess = copyInStorage(checkpoint, names, newFiles, target, copies);
-                addCopies(newFiles, names, sizes, copies, shared, uploads, copiedTo);
+                addCopies(newFiles, names, sizes, copies, shared, uploads, copiedTo, scope);
                 copiesOfExternal =
                         copiesOfExternal(newFiles, names, checkpoint.fileLocations(), copies);
             } else {
@@ -316,7 +318,9 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
 
     /**
      * Adds the handles of the files {@code copied} (indexes into {@code names}), which {@link
-     * #copyInStorage} copied to {@code copies} (same order).
+     * #copyInStorage} copied to {@code copies} (same order). In a savepoint's own ({@code
+     * EXCLUSIVE}) directory a handle names its file relative to that directory, as Flink's own
+     * savepoint files do, so that the savepoint can be moved and still restores.
      *
      * @return their total size
      */
@@ -327,15 +331,20 @@ public final class ForStAsyncSnapshot<K> implements SnapshotResultSupplier<Keyed
             List<Path> copies,
             List<HandleAndLocalPath> shared,
             List<HandleAndLocalPath> uploads,
-            List<String> copiedTo) {
+            List<String> copiedTo,
+            CheckpointedStateScope scope) {
         long bytes = 0;
         for (int j = 0; j < copied.size(); j++) {
             int i = copied.get(j);
-            HandleAndLocalPath file =
-                    HandleAndLocalPath.of(new FileStateHandle(copies.get(j), sizes[i]), names[i]);
+            Path copy = copies.get(j);
+            FileStateHandle handle =
+                    scope == CheckpointedStateScope.EXCLUSIVE
+                            ? new RelativeFileStateHandle(copy, copy.getName(), sizes[i])
+                            : new FileStateHandle(copy, sizes[i]);
+            HandleAndLocalPath file = HandleAndLocalPath.of(handle, names[i]);
             shared.add(file);
             uploads.add(file);
-            copiedTo.add(copies.get(j).toString());
+            copiedTo.add(copy.toString());
             bytes += sizes[i];
         }
         return bytes;
