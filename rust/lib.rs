@@ -9,7 +9,8 @@
 
 pub mod error;
 pub mod executor;
-/// Entry points of the fuzz targets (docs/FUZZING.md); not an API.
+/// Entry points of the fuzz targets (docs/FUZZING.md); not an API, not in the jar.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jni;

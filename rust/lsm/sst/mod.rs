@@ -27,6 +27,7 @@ mod coding;
 mod footer;
 mod framing;
 /// Entry points of the fuzz targets (re-exported by `crate::fuzzing`).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub(crate) mod fuzzing;
 mod handle;
