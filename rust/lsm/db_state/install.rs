@@ -7,6 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
+use futures::{StreamExt, TryStreamExt};
+
 use crate::lsm::cache::BlockCache;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
@@ -20,6 +22,9 @@ use crate::storage::{StorageRef, block_on};
 use crate::{Error, Result};
 
 use super::{DbInner, MetaState, SuperVersion};
+
+/// Size requests `relocate` keeps in flight.
+const SIZE_REQUESTS: usize = 32;
 
 impl DbInner {
     /// Applies a version change durably: under the meta lock, `edit` changes a copy of the current
@@ -150,31 +155,35 @@ impl DbInner {
     /// Re-points files restored by reference at copies of the same bytes (`TableFile::relocate`):
     /// `copies` maps a file's name to the storage and path of its copy. Only files of the current
     /// version that live outside the database's directory move, and only to a copy of their
-    /// recorded size (one size request each, before any lock); a file the database no longer
-    /// holds, or holds there already, is skipped. Recorded in a new manifest; on failure every
-    /// file stays where it was. Returns how many files moved.
+    /// recorded size (one size request each, concurrent, before any lock); a file the database
+    /// no longer holds, or holds there already, is skipped. Recorded in a new manifest; on failure
+    /// every file stays where it was. Returns how many files moved.
     pub(crate) fn relocate(&self, copies: &HashMap<String, (StorageRef, String)>) -> Result<usize> {
         let current = self.current().version.clone();
-        let mut moves = Vec::new();
+        let mut candidates = Vec::new();
         for file in current.files() {
             let (Some(from), Some((storage, path))) = (file.location(), copies.get(&file.path))
             else {
                 continue;
             };
             let to = format!("{}/{path}", storage.url());
-            if from == to {
-                continue;
+            if from != to {
+                candidates.push((file.clone(), from, to, storage.clone(), path.clone()));
             }
-            let size = block_on(storage.size(path))?;
+        }
+        // The copies' sizes, requested together (one round trip on a DFS, not one per file).
+        let checks = candidates.into_iter().map(|(file, from, to, storage, path)| async move {
+            let size = storage.size(&path).await?;
             if size != file.size {
                 return Err(Error::invalid(format!(
                     "{to} is {size} bytes, not a copy of {from} ({} bytes)",
                     file.size
                 )));
             }
-            let located = Arc::new(Located { storage: storage.clone(), path: path.clone() });
-            moves.push((file.clone(), to, located));
-        }
+            Ok((file, to, Arc::new(Located { storage, path })))
+        });
+        let moves: Vec<_> =
+            block_on(futures::stream::iter(checks).buffer_unordered(SIZE_REQUESTS).try_collect())?;
         if moves.is_empty() {
             return Ok(0);
         }
