@@ -4,6 +4,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.fs.Path;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -53,6 +54,8 @@ final class Dump {
             return 1;
         }
         boolean asJson = json;
+        String state = stateName;
+        List<String> damage = new ArrayList<>();
         boolean found =
                 StateEntries.read(
                         contents,
@@ -67,12 +70,27 @@ final class Dump {
                                             ? json(f.subtask(), f.entry())
                                             : text(f.subtask(), f.entry()));
                             return true;
-                        });
+                        },
+                        (subtask, e) ->
+                                damage.add(
+                                        "damaged operator="
+                                                + operator.label()
+                                                + " subtask="
+                                                + subtask
+                                                + " state="
+                                                + JsonText.string(state)
+                                                + " reason="
+                                                + JsonText.string(
+                                                        e.getMessage() == null
+                                                                ? e.getClass().getName()
+                                                                : e.getMessage())));
         if (!found) {
             err.println("dump: operator " + operator.label() + " has no state " + stateName);
             return 1;
         }
-        return 0;
+        // After the entries: what could not be read is said, and the status says it too.
+        damage.forEach(err::println);
+        return damage.isEmpty() ? 0 : 1;
     }
 
     private static String text(int subtask, EntryDecoder.Entry e) {

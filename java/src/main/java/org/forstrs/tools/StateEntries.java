@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Iterator;
+import java.util.function.BiConsumer;
 import java.util.stream.Stream;
 
 /**
@@ -70,72 +71,137 @@ final class StateEntries {
             @Nullable Cursor after,
             Visitor visitor)
             throws Exception {
+        return read(contents, operator, state, key, keyPrefix, after, visitor, null);
+    }
+
+    /**
+     * As above; with {@code damage}, a database that cannot be read to the end (a damaged or
+     * missing file) is reported to it, with the subtask's index, after the entries read before,
+     * and the next database is read, instead of the whole read failing.
+     */
+    static boolean read(
+            CheckpointContents contents,
+            CheckpointContents.Operator operator,
+            String state,
+            @Nullable String key,
+            @Nullable String keyPrefix,
+            @Nullable Cursor after,
+            Visitor visitor,
+            @Nullable BiConsumer<Integer, Exception> damage)
+            throws Exception {
         boolean found = false;
         for (int database = 0; database < operator.subtasks().size(); database++) {
             CheckpointContents.Subtask subtask = operator.subtasks().get(database);
             if (after != null && database < after.database()) {
                 continue; // read on an earlier page
             }
-            try (SubtaskReader reader = contents.open(operator, subtask)) {
-                if (reader.metaProblem() != null) {
-                    throw new IOException(
-                            String.format(
-                                    "the state meta info of operator %s subtask %d does not"
-                                            + " decode here: %s (add the job's jar:"
-                                            + " --classpath <jar>)",
-                                    operator.label(), subtask.index(), reader.metaProblem()));
-                }
-                if (!has(reader, state)) {
+            try {
+                Boolean done = readDatabase(
+                        contents, operator, subtask, database, state, key, keyPrefix, after,
+                        visitor);
+                if (done == null) {
                     continue;
                 }
                 found = true;
-                StateMetaInfoSnapshot snapshot = reader.states().get(state);
-                TypeSerializer<?> keySerializer = Inspect.keySerializer(reader);
-                EntryDecoder decoder =
-                        new EntryDecoder(
-                                StateDescription.of(snapshot),
-                                keySerializer,
-                                reader.keyGroupPrefixBytes());
-                KeyPrefix.Range range =
-                        key == null
-                                ? null
-                                : KeyPrefix.of(
-                                        key,
-                                        keySerializer,
-                                        operator.state().getMaxParallelism(),
-                                        reader.keyGroupPrefixBytes());
-                if (range != null
-                        && !subtask.handle().getKeyGroupRange().contains(range.keyGroup())) {
-                    continue;
+                if (done) {
+                    return true;
                 }
-                byte[] from = range == null ? null : range.from();
-                byte[] to = range == null ? null : range.to();
-                if (after != null && database == after.database()) {
-                    byte[] next = Arrays.copyOf(after.rawKey(), after.rawKey().length + 1);
-                    from = from == null || Arrays.compareUnsigned(next, from) > 0 ? next : from;
-                    if (to != null && Arrays.compareUnsigned(from, to) >= 0) {
+            } catch (UndecodedMeta e) {
+                throw e;
+            } catch (Exception e) { // native errors arrive unchecked too
+                if (damage == null) {
+                    throw e;
+                }
+                found = true;
+                damage.accept(subtask.index(), e);
+            }
+        }
+        return found;
+    }
+
+    /** A database's meta info needs classes this JVM lacks: no database of it decodes. */
+    private static final class UndecodedMeta extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        UndecodedMeta(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Visits one database's entries; null if it has no such state or none in range, true if the
+     * visitor wanted no more, false if it was read to its end.
+     */
+    @Nullable
+    private static Boolean readDatabase(
+            CheckpointContents contents,
+            CheckpointContents.Operator operator,
+            CheckpointContents.Subtask subtask,
+            int database,
+            String state,
+            @Nullable String key,
+            @Nullable String keyPrefix,
+            @Nullable Cursor after,
+            Visitor visitor)
+            throws Exception {
+        try (SubtaskReader reader = contents.open(operator, subtask)) {
+            if (reader.metaProblem() != null) {
+                throw new UndecodedMeta(
+                        String.format(
+                                "the state meta info of operator %s subtask %d does not"
+                                        + " decode here: %s (add the job's jar:"
+                                        + " --classpath <jar>)",
+                                operator.label(), subtask.index(), reader.metaProblem()));
+            }
+            if (!has(reader, state)) {
+                return null;
+            }
+            StateMetaInfoSnapshot snapshot = reader.states().get(state);
+            TypeSerializer<?> keySerializer = Inspect.keySerializer(reader);
+            EntryDecoder decoder =
+                    new EntryDecoder(
+                            StateDescription.of(snapshot),
+                            keySerializer,
+                            reader.keyGroupPrefixBytes());
+            KeyPrefix.Range range =
+                    key == null
+                            ? null
+                            : KeyPrefix.of(
+                                    key,
+                                    keySerializer,
+                                    operator.state().getMaxParallelism(),
+                                    reader.keyGroupPrefixBytes());
+            if (range != null
+                    && !subtask.handle().getKeyGroupRange().contains(range.keyGroup())) {
+                return false;
+            }
+            byte[] from = range == null ? null : range.from();
+            byte[] to = range == null ? null : range.to();
+            if (after != null && database == after.database()) {
+                byte[] next = Arrays.copyOf(after.rawKey(), after.rawKey().length + 1);
+                from = from == null || Arrays.compareUnsigned(next, from) > 0 ? next : from;
+                if (to != null && Arrays.compareUnsigned(from, to) >= 0) {
+                    return false;
+                }
+            }
+            try (Stream<byte[][]> scan = reader.scan(state, from, to)) {
+                Iterator<byte[][]> entries = scan.iterator();
+                while (entries.hasNext()) {
+                    byte[][] raw = entries.next();
+                    EntryDecoder.Entry entry = decoder.decode(raw[0], raw[1]);
+                    if ((key != null && !entry.keyText().equals(key))
+                            || (keyPrefix != null
+                                    && !entry.keyText().startsWith(keyPrefix))) {
                         continue;
                     }
-                }
-                try (Stream<byte[][]> scan = reader.scan(state, from, to)) {
-                    Iterator<byte[][]> entries = scan.iterator();
-                    while (entries.hasNext()) {
-                        byte[][] raw = entries.next();
-                        EntryDecoder.Entry entry = decoder.decode(raw[0], raw[1]);
-                        if ((key != null && !entry.keyText().equals(key))
-                                || (keyPrefix != null
-                                        && !entry.keyText().startsWith(keyPrefix))) {
-                            continue;
-                        }
-                        if (!visitor.accept(
-                                new Found(database, subtask.index(), raw[0], entry))) {
-                            return true;
-                        }
+                    if (!visitor.accept(
+                            new Found(database, subtask.index(), raw[0], entry))) {
+                        return true;
                     }
                 }
             }
         }
-        return found;
+        return false;
     }
 
     private static boolean has(SubtaskReader reader, String state) {

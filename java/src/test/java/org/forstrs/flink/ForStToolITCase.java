@@ -564,6 +564,23 @@ class ForStToolITCase {
                 .filteredOn(l -> l.startsWith("state ") && !l.contains(sick + " "))
                 .isNotEmpty()
                 .allMatch(l -> l.matches(".* entries=\\d+ .*"));
+
+        // dump of a damaged state: the sound subtasks' entries, then the damage on stderr
+        Matcher state =
+                Pattern.compile("^damaged operator=(\\S+) subtask=(\\d+) state=\"([^\"]+)\"")
+                        .matcher(damage.get(0));
+        assertThat(state.find()).as(damage.get(0)).isTrue();
+        Result dump =
+                tool(new Configuration(), "dump", checkpoint, "--operator", state.group(1),
+                        "--state", state.group(3));
+        assertThat(dump.status).as(dump.err).isEqualTo(1);
+        assertThat(dump.err)
+                .contains("damaged operator=" + state.group(1) + " subtask=" + state.group(2))
+                .contains(file.getFileName().toString());
+        String sickLine = "subtask=" + state.group(2) + "\t";
+        assertThat(dump.out.lines())
+                .as("the sound subtask's entries")
+                .anyMatch(l -> l.startsWith("subtask=") && !l.startsWith(sickLine));
     }
 
     record Result(int status, String out, String err) {}
