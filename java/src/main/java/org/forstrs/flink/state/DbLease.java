@@ -70,6 +70,7 @@ public final class DbLease implements Closeable {
     private final Path file;
     private final byte[] content;
     private final ScheduledFuture<?> renewal;
+    private boolean closed;
 
     private DbLease(Path file, String dbUri) throws IOException {
         this.file = file;
@@ -143,7 +144,11 @@ public final class DbLease implements Closeable {
         }
     }
 
-    private void renew() {
+    /** Under the lock {@link #close} takes: a renewal never writes the lease after its close. */
+    private synchronized void renew() {
+        if (closed) {
+            return;
+        }
         try {
             write();
         } catch (IOException | RuntimeException e) {
@@ -154,6 +159,12 @@ public final class DbLease implements Closeable {
     /** Stops the renewals and deletes the lease (and its directory, once empty). */
     @Override
     public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
         renewal.cancel(false);
         try {
             FileSystem fs = file.getFileSystem();
