@@ -2,6 +2,7 @@ package org.forstrs.flink;
 
 import org.forstrs.flink.snapshot.CheckpointStats;
 import org.forstrs.flink.snapshot.CheckpointStatsLog;
+import org.forstrs.flink.state.DbLease;
 import org.forstrs.fs.CountingFileSystem;
 import org.forstrs.fs.HdfsCluster;
 
@@ -108,8 +109,8 @@ class HdfsCheckpointITCase {
 
     /**
      * Over a run of at least 20 checkpoints, the bytes written to the DFS are exactly the SSTs the
-     * engines flushed and compacted, the engines' other files (manifests, their writer claims) and
-     * Flink's checkpoint metadata: SSTs are written once, checkpoints copy none of them (a copy
+     * engines flushed and compacted, the engines' other files (manifests, their writer claims),
+     * the DBs' leases and Flink's checkpoint metadata: SSTs are written once, checkpoints copy none of them (a copy
      * would add its bytes to the SSTs' or the other files' count).
      */
     @Test
@@ -141,6 +142,8 @@ class HdfsCheckpointITCase {
         // One write to each DB directory falls outside the engine's own count: its writer claim
         // (LOCK, put before the engine counts its storage's bytes). Disposing a DB writes nothing.
         long claimBytes = sum(others, f -> f.endsWith("/LOCK"));
+        // So does its lease for gc (DbLease: the backend writes it, and renews it every 30 s).
+        long leaseBytes = sum(others, f -> f.endsWith(DbLease.SUFFIX));
         long otherBytes = sum(others, f -> true);
 
         long flushed = engineTotal(job.getJobID(), "flush-bytes-written");
@@ -152,12 +155,15 @@ class HdfsCheckpointITCase {
         assertThat(others.keySet().stream().filter(f -> f.endsWith("/LOCK")))
                 .as("one claim per DB")
                 .hasSize(PARALLELISM);
+        assertThat(others.keySet().stream().filter(f -> f.endsWith(DbLease.SUFFIX)))
+                .as("one lease per DB")
+                .hasSize(PARALLELISM);
         assertThat(otherBytes)
-                .as("bytes of the engines' manifests and claims")
-                .isEqualTo(engineWrites - flushed - compacted + claimBytes);
+                .as("bytes of the engines' manifests, claims and leases")
+                .isEqualTo(engineWrites - flushed - compacted + claimBytes + leaseBytes);
         assertThat(sstBytes + otherBytes + metadataBytes)
                 .as("bytes written to the DFS: the engines' and Flink's _metadata, nothing else")
-                .isEqualTo(engineWrites + claimBytes + metadataBytes);
+                .isEqualTo(engineWrites + claimBytes + leaseBytes + metadataBytes);
         assertHandedOverOnly(CheckpointStatsLog.recent());
     }
 
