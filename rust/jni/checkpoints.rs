@@ -305,7 +305,6 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_relocateFiles<'l>(
         let names = strings(env, &names, "names")?;
         let uris = strings(env, &uris, "uris")?;
         let handle = handles::database(db)?;
-        let _in_db = handle.db.inner.options.log_span.0.enter();
         let options = &handle.storage_options;
         let copies = files_by_name(
             &names,

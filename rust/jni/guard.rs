@@ -60,7 +60,10 @@ pub fn guard<'local, R: Default>(
 ) -> R {
     let mark = handles::touched_mark();
     let outcome = catch_unwind(AssertUnwindSafe(|| body(env)));
-    let touched = handles::touched_since(mark);
+    // Whatever a panic left half-done in a database the call worked on, nobody may go on using
+    // it: it fails for every caller, as after a panic in background work.
+    let panicked = outcome.as_ref().err().map(|p| Error::from_panic("a native call", p.as_ref()));
+    handles::forget_touched(mark, panicked.as_ref());
     match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(failure)) => {
@@ -68,10 +71,6 @@ pub fn guard<'local, R: Default>(
             R::default()
         }
         Err(payload) => {
-            // Whatever the panic left half-done in a database it worked on, nobody may go on
-            // using it: it fails for every caller, as after a panic in background work.
-            let panicked = Error::from_panic("a native call", payload.as_ref());
-            touched.iter().for_each(|handle| handle.db.inner.fail(panicked.clone()));
             throw_class(
                 env,
                 "java/lang/RuntimeException",

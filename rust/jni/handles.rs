@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use once_cell::sync::Lazy;
 
 use super::guard::{Failure, JniResult};
+use crate::Error;
 use crate::executor::FamilyRegistry;
 use crate::lsm::locks::Recover;
 use crate::lsm::options::LogSpan;
@@ -134,13 +135,19 @@ pub(super) fn touched_mark() -> usize {
     TOUCHED.with(|t| t.borrow().len())
 }
 
-/// Forgets the databases touched since `mark`, and returns them.
-pub(super) fn touched_since(mark: usize) -> Vec<Arc<DbHandle>> {
-    TOUCHED.with(|t| {
+/// Forgets the databases touched since `mark` (no allocation: this runs after every native
+/// call); with `failure` (the call panicked), fails each of them with it first.
+pub(super) fn forget_touched(mark: usize, failure: Option<&Error>) {
+    let Some(failure) = failure else {
+        TOUCHED.with(|t| t.borrow_mut().truncate(mark));
+        return;
+    };
+    let touched = TOUCHED.with(|t| {
         let mut t = t.borrow_mut();
         let from = mark.min(t.len());
         t.split_off(from)
-    })
+    });
+    touched.iter().for_each(|handle| handle.db.inner.fail(failure.clone()));
 }
 
 /// The database behind `handle`, entered ([`InDb`]).
