@@ -180,7 +180,7 @@ impl DbInner {
                     file.size
                 )));
             }
-            Ok((file, to, Arc::new(Located { storage, path })))
+            Ok((file, Arc::new(Located { storage, path, location: Some(to) })))
         });
         let moves: Vec<_> =
             block_on(futures::stream::iter(checks).buffer_unordered(SIZE_REQUESTS).try_collect())?;
@@ -188,16 +188,14 @@ impl DbInner {
             return Ok(0);
         }
         let mut meta = self.meta.lock().recover();
-        let undo: Vec<_> = moves
-            .iter()
-            .map(|(file, to, located)| (file, file.relocate(Some(to.clone()), located.clone())))
-            .collect();
+        let undo: Vec<_> =
+            moves.iter().map(|(file, located)| (file, file.relocate(located.clone()))).collect();
         // The current version, not the one read above: a compaction may have installed another
         // since (it shares the moved files' Arcs, so it records their new places too).
         let version = self.current().version.clone();
         if let Err(e) = self.persist(&mut meta, &version) {
-            undo.into_iter().for_each(|(file, (location, located))| {
-                file.relocate(location, located);
+            undo.into_iter().for_each(|(file, previous)| {
+                file.relocate(previous);
             });
             return Err(e);
         }

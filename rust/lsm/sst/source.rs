@@ -11,6 +11,9 @@ use crate::storage::StorageRef;
 pub struct Located {
     pub storage: StorageRef,
     pub path: String,
+    /// The file's URI when it lives outside its database's directory (see
+    /// `manifest::FileRecord::location`); None for the database's own files.
+    pub location: Option<String>,
 }
 
 /// A file's current `Located`; cheap to clone (all clones see one value).
@@ -19,7 +22,11 @@ pub struct TableSource(Arc<RwLock<Arc<Located>>>);
 
 impl TableSource {
     pub fn new(storage: StorageRef, path: String) -> Self {
-        TableSource(Arc::new(RwLock::new(Arc::new(Located { storage, path }))))
+        Self::at(Located { storage, path, location: None })
+    }
+
+    pub fn at(located: Located) -> Self {
+        TableSource(Arc::new(RwLock::new(Arc::new(located))))
     }
 
     /// Where the file is now. Read once per storage request, never per cached block.

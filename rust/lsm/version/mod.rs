@@ -13,8 +13,8 @@ pub use bounds::Bounds;
 pub(crate) use file_map::FileMap;
 pub use obsolete::{ObsoleteFiles, delete_orphans};
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::Result;
 use crate::lsm::cache::BlockCache;
@@ -32,9 +32,9 @@ pub struct TableFile {
     /// The file's name in this database: its path relative to the database's directory, unless
     /// `location` says it lives elsewhere.
     pub path: String,
-    /// See `manifest::FileRecord::location`; changed only by `relocate`.
-    location: RwLock<Option<String>>,
-    /// The storage that holds the file and its path there, shared with the open table.
+    /// The storage that holds the file, its path there and its location (see
+    /// `manifest::FileRecord::location`), shared with the open table; changed only by
+    /// `relocate`.
     source: TableSource,
     pub size: u64,
     props: TableProperties,
@@ -75,7 +75,6 @@ impl TableFile {
             number,
             source: TableSource::new(storage, path.clone()),
             path,
-            location: RwLock::new(None),
             size: table.properties().size,
             props: table.properties().clone(),
             table: tokio::sync::OnceCell::new_with(Some(table)),
@@ -99,14 +98,14 @@ impl TableFile {
         TableFile {
             number: record.number,
             path: record.path.clone(),
-            location: RwLock::new(record.location.clone()),
-            source: TableSource::new(
+            source: TableSource::at(Located {
                 storage,
-                match record.location.as_deref().and_then(split_location) {
+                path: match record.location.as_deref().and_then(split_location) {
                     Some((_, name)) => name.to_string(),
                     None => record.path.clone(),
                 },
-            ),
+                location: record.location.clone(),
+            }),
             size: record.size,
             props: record.props.clone(),
             table: tokio::sync::OnceCell::new(),
@@ -213,21 +212,14 @@ impl TableFile {
     /// The file's URI when it lives outside the database's directory (see
     /// `manifest::FileRecord::location`).
     pub fn location(&self) -> Option<String> {
-        self.location.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.source.get().location.clone()
     }
 
-    /// Reads the file from now on through `to`, known to manifests as `location`: a copy of the
-    /// same bytes (the caller vouches for that) outside the database's directory. Every reader,
-    /// open table and pinned version follows; cached blocks stay valid. Returns where the file
-    /// was read until now, to undo with.
-    pub(crate) fn relocate(
-        &self,
-        location: Option<String>,
-        to: Arc<Located>,
-    ) -> (Option<String>, Arc<Located>) {
-        let mut current = self.location.write().unwrap_or_else(PoisonError::into_inner);
-        let previous = std::mem::replace(&mut *current, location);
-        (previous, self.source.set(to))
+    /// Reads the file from now on through `to`, a copy of the same bytes (the caller vouches
+    /// for that) outside the database's directory: every reader, open table and pinned version
+    /// follows, cached blocks stay valid. Returns where the file was read until now, to undo with.
+    pub(crate) fn relocate(&self, to: Arc<Located>) -> Arc<Located> {
+        self.source.set(to)
     }
 
     /// Whether the database deletes the file once obsolete.
