@@ -11,9 +11,8 @@ pub(super) use crate::jvm::JavaRef;
 use crate::jvm::{attach_daemon, java_vm, take_pending_exception};
 use crate::{Error, ErrorKind, Result};
 
-/// Local references one call may create before its frame is popped. Reading a checkpoint on
-/// HDFS through the tools made one call hold 49 (seen as -Xcheck:jni's "JNI local refs: 49,
-/// exceeds capacity: 48" with 16 here): room for that, and more.
+/// Local references one call may create before its frame is popped; -Xcheck:jni warns past this
+/// plus 32. A read of a checkpoint on HDFS through the tools holds about 49 in one call.
 const LOCAL_FRAME_CAPACITY: i32 = 64;
 
 const BRIDGE: &str = "org/forstrs/fs/FlinkFsBridge";
