@@ -73,17 +73,12 @@ final class Dump {
                         },
                         (subtask, e) ->
                                 damage.add(
-                                        "damaged operator="
-                                                + operator.label()
-                                                + " subtask="
-                                                + subtask
-                                                + " state="
-                                                + JsonText.string(state)
-                                                + " reason="
-                                                + JsonText.string(
-                                                        e.getMessage() == null
-                                                                ? e.getClass().getName()
-                                                                : e.getMessage())));
+                                        "damaged "
+                                                + Inspection.damageLine(
+                                                        operator.label(),
+                                                        subtask,
+                                                        state,
+                                                        Inspection.reason(e))));
         if (!found) {
             err.println("dump: operator " + operator.label() + " has no state " + stateName);
             return 1;

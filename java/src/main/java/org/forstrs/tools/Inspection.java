@@ -35,23 +35,23 @@ final class Inspection {
     /** The checkpoint in {@code dir}. */
     record Checkpoint(String dir, long checkpointId, List<Operator> operators) {
 
-        /** What could not be read, one line each ({@code operator= subtask= [state=] reason=}). */
+        /** What could not be read, one {@link Inspection#damageLine} each. */
         List<String> damage() {
             List<String> damage = new ArrayList<>();
             for (Operator operator : operators) {
                 for (Subtask subtask : operator.subtasks) {
-                    String where = "operator=" + operator.label + " subtask=" + subtask.index;
                     if (subtask.damaged != null) {
-                        damage.add(where + " reason=" + JsonText.string(subtask.damaged));
+                        damage.add(
+                                damageLine(operator.label, subtask.index, null, subtask.damaged));
                     }
                     for (State state : subtask.states) {
                         if (state.damaged != null) {
                             damage.add(
-                                    where
-                                            + " state="
-                                            + JsonText.string(state.name)
-                                            + " reason="
-                                            + JsonText.string(state.damaged));
+                                    damageLine(
+                                            operator.label,
+                                            subtask.index,
+                                            state.name,
+                                            state.damaged));
                         }
                     }
                 }
@@ -307,8 +307,20 @@ final class Inspection {
         }
     }
 
+    /** {@code operator= subtask= [state=] reason=}: what {@code inspect} and {@code dump} print. */
+    static String damageLine(
+            String operator, int subtask, @Nullable String state, String reason) {
+        return "operator="
+                + operator
+                + " subtask="
+                + subtask
+                + (state == null ? "" : " state=" + JsonText.string(state))
+                + " reason="
+                + JsonText.string(reason);
+    }
+
     /** An error's message (the native ones name the file), or its class when it has none. */
-    private static String reason(Throwable e) {
+    static String reason(Throwable e) {
         return e.getMessage() == null ? e.getClass().getName() : e.getMessage();
     }
 

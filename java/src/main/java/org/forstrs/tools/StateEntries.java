@@ -61,23 +61,9 @@ final class StateEntries {
      * Visits the entries of {@code state} of {@code operator} that match {@code key} (the key's
      * text equals it) and {@code keyPrefix} (the key's text starts with it), after {@code after};
      * null filters match everything. Returns false if no database the read reaches has the state.
-     */
-    static boolean read(
-            CheckpointContents contents,
-            CheckpointContents.Operator operator,
-            String state,
-            @Nullable String key,
-            @Nullable String keyPrefix,
-            @Nullable Cursor after,
-            Visitor visitor)
-            throws Exception {
-        return read(contents, operator, state, key, keyPrefix, after, visitor, null);
-    }
-
-    /**
-     * As above; with {@code damage}, a database that cannot be read to the end (a damaged or
-     * missing file) is reported to it, with the subtask's index, after the entries read before,
-     * and the next database is read, instead of the whole read failing.
+     * With {@code damage}, a database that cannot be read to the end (a damaged or missing file)
+     * is reported to it, with the subtask's index, after the entries read before, and the next
+     * database is read; without, such a database fails the whole read.
      */
     static boolean read(
             CheckpointContents contents,

@@ -310,7 +310,8 @@ public final class WebMonitor implements AutoCloseable {
                         f -> {
                             page.add(f);
                             return page.size() < wanted;
-                        });
+                        },
+                        null);
         if (!found) {
             throw new HttpError(404, "operator " + operator.label() + " has no state " + state);
         }

@@ -142,8 +142,10 @@ class CheckpointGcITCase {
         Path deadLock = plant(deadDb.resolve("LOCK"));
         Path deadLease = plant(checkpoints.resolve(jobId(2) + "/shared/forst-rs-leases/x.lease"));
         Files.writeString(deadLease, deadDb.toUri() + "\n");
+        // A day old, against a lease timeout of 12 h below: no verdict rests on how fast
+        // this test runs or on when the running job's databases last renewed theirs.
         Files.setLastModifiedTime(
-                deadLease, FileTime.fromMillis(System.currentTimeMillis() - 3_600_000));
+                deadLease, FileTime.fromMillis(System.currentTimeMillis() - 86_400_000));
 
         String runningRun = "gc-running-" + UUID.randomUUID();
         JobClient running =
@@ -156,7 +158,7 @@ class CheckpointGcITCase {
         }
         assertThat(liveLocks).as("the running job's open databases").hasSize(2);
 
-        String output = gc(root, "--min-age", "0 s", "--delete");
+        String output = gc(root, "--min-age", "0 s", "--lease-timeout", "12 h", "--delete");
         assertThat(output)
                 .contains("job " + running.getJobID() + ": skipped, running: 2 open database")
                 .contains("job " + jobId(1) + ": skipped, cannot tell whether the database at")

@@ -61,7 +61,10 @@ class CompatibilityITCase {
             copy(fixture.resolve("native-savepoint"), savepoint);
 
             ForStToolITCase.checkInspectAndDump(
-                    new Configuration(), savepoint.toUri().toString(), takenAt);
+                    new Configuration(),
+                    savepoint.toUri().toString(),
+                    takenAt,
+                    ForStToolITCase.DATABASES);
             restoreAndFinish(dir, savepoint.toUri().toString(), takenAt);
         }
     }
@@ -127,7 +130,8 @@ class CompatibilityITCase {
         String checkpoint = CheckpointFiles.checkpointAfterNow(job, jobDir);
         job.cancel().get();
         job.getJobExecutionResult().handle((result, failure) -> null).get();
-        ForStToolITCase.checkInspectAndDump(new Configuration(), checkpoint, RECORDS);
+        // 4 operators with keyed state at parallelism 3
+        ForStToolITCase.checkInspectAndDump(new Configuration(), checkpoint, RECORDS, 12);
     }
 
     private static Configuration config(Path dir) {

@@ -56,6 +56,8 @@ class ForStToolITCase {
     @RegisterExtension static final S3TestServer S3 = new S3TestServer();
 
     private static final long RECORDS = 2_000;
+    /** The job's databases: 4 operators with keyed state at parallelism 2. */
+    static final int DATABASES = 8;
 
     @Test
     void toolsSeeExactlyWhatTheJobWroteOnALocalDirectory(
@@ -219,15 +221,15 @@ class ForStToolITCase {
         referenced.addAll(ReferencedFiles.of(flinkPath(b)));
         assertThat(before.keySet()).containsAll(referenced);
 
-        checkInspectAndDump(toolConfig, a, RECORDS / 2);
-        checkInspectAndDump(toolConfig, b, RECORDS);
+        checkInspectAndDump(toolConfig, a, RECORDS / 2, DATABASES);
+        checkInspectAndDump(toolConfig, b, RECORDS, DATABASES);
         for (String checkpoint : List.of(a, b)) {
             Result verify = tool(toolConfig, "verify", checkpoint);
             assertThat(verify.status).as(verify.out).isZero();
             assertThat(verify.out).contains("result=pass databases=8 problems=0");
         }
         checkDiff(toolConfig, a, b);
-        checkInspectAndDump(toolConfig, savepoint, RECORDS);
+        checkInspectAndDump(toolConfig, savepoint, RECORDS, DATABASES);
         Result verifySavepoint = tool(toolConfig, "verify", savepoint);
         assertThat(verifySavepoint.status).as(verifySavepoint.out).isZero();
         assertThat(verifySavepoint.out).contains("result=pass databases=8 problems=0");
@@ -240,7 +242,9 @@ class ForStToolITCase {
         return new Checkpoints(a, b);
     }
 
-    static void checkInspectAndDump(Configuration toolConfig, String checkpoint, long n)
+    /** {@code databases}: the ForSt-RS databases the checkpoint holds (with files). */
+    static void checkInspectAndDump(
+            Configuration toolConfig, String checkpoint, long n, int databases)
             throws Exception {
         Map<String, List<String>> expected = ToolStateJob.expected(n);
         Result inspect = tool(toolConfig, "inspect", checkpoint);
@@ -296,7 +300,7 @@ class ForStToolITCase {
         assertThat(inspect.out)
                 .contains("operator " + ToolStateJob.V2_UID, "operator " + ToolStateJob.V1_UID)
                 .contains("type=KEY_VALUE_V2", "type=KEY_VALUE ");
-        checkSizes(inspect.out);
+        checkSizes(inspect.out, databases);
 
         for (Map.Entry<String, List<String>> e : expected.entrySet()) {
             String operator =
@@ -370,7 +374,7 @@ class ForStToolITCase {
      * Each file's bytes in {@code inspect}'s output are the file's length where it lies, and each
      * subtask's files and bytes add up its file lines.
      */
-    private static void checkSizes(String inspect) throws Exception {
+    private static void checkSizes(String inspect, int databases) throws Exception {
         Map<String, long[]> perSubtask = new TreeMap<>();
         Matcher file =
                 Pattern.compile(
@@ -388,7 +392,6 @@ class ForStToolITCase {
             sums[0]++;
             sums[1] += Long.parseLong(file.group(3));
         }
-        // every subtask with files (4 operators with state, at parallelism 2 or more)
         Set<String> withFiles = new TreeSet<>();
         Matcher line =
                 Pattern.compile("(?m)^subtask (\\d+) operator=(\\S+) .* files=([1-9]\\d*) ")
@@ -396,7 +399,7 @@ class ForStToolITCase {
         while (line.find()) {
             withFiles.add(line.group(2) + " " + line.group(1));
         }
-        assertThat(perSubtask.keySet()).hasSizeGreaterThanOrEqualTo(8).isEqualTo(withFiles);
+        assertThat(perSubtask.keySet()).hasSize(databases).isEqualTo(withFiles);
         perSubtask.forEach(
                 (subtask, sums) -> {
                     String[] parts = subtask.split(" ");
