@@ -30,6 +30,7 @@ import java.nio.file.Paths;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Map;
@@ -37,6 +38,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -183,6 +186,65 @@ final class CheckpointFiles {
             }
         }
         return empty;
+    }
+
+    /** A DB directory's name: the subtask index and the attempt number. */
+    private static final Pattern ATTEMPT_DIR = Pattern.compile("subtask_(\\d+)_attempt_(\\d+)");
+
+    /**
+     * The SSTs under {@code <jobDir>/shared} that nothing references: in the directory of an
+     * attempt that is not its subtask's latest (so no open DB owns them) and referenced by no
+     * completed checkpoint. A checkpoint subsumed while its metadata is read makes the whole
+     * look start again (a newer one, completed since, may hold the same files). Files the
+     * JobManager is deleting still show until they are gone.
+     */
+    static Set<Path> unreferencedOfEarlierAttempts(Path jobDir) throws IOException {
+        while (true) {
+            Set<Path> unreferenced = sstsOfEarlierAttempts(sharedFiles(jobDir));
+            try {
+                for (long id : completedIds(jobDir.toUri().toString())) {
+                    unreferenced.removeAll(referencedSstFiles(jobDir.resolve("chk-" + id)));
+                }
+            } catch (FileNotFoundException | NoSuchFileException subsumedMeanwhile) {
+                continue;
+            }
+            unreferenced.removeIf(file -> !Files.exists(file));
+            return unreferenced;
+        }
+    }
+
+    /** Of {@code files}, the SSTs in a DB directory of an attempt that is not its subtask's latest. */
+    private static Set<Path> sstsOfEarlierAttempts(Set<Path> files) {
+        Map<String, Integer> latestAttempt = new HashMap<>();
+        for (Path file : files) {
+            Matcher attempt = attemptOf(file);
+            if (attempt != null) {
+                latestAttempt.merge(
+                        subtaskOf(file, attempt), Integer.parseInt(attempt.group(2)), Math::max);
+            }
+        }
+        Set<Path> earlier = new HashSet<>();
+        for (Path file : files) {
+            Matcher attempt = attemptOf(file);
+            if (attempt != null
+                    && file.getFileName().toString().endsWith(".sst")
+                    && Integer.parseInt(attempt.group(2))
+                            < latestAttempt.get(subtaskOf(file, attempt))) {
+                earlier.add(file);
+            }
+        }
+        return earlier;
+    }
+
+    private static Matcher attemptOf(Path file) {
+        Path dir = file.getParent();
+        Matcher attempt = dir == null ? null : ATTEMPT_DIR.matcher(dir.getFileName().toString());
+        return attempt != null && attempt.matches() ? attempt : null;
+    }
+
+    /** The operator directory and subtask index of a file in a DB directory. */
+    private static String subtaskOf(Path file, Matcher attempt) {
+        return file.getParent().getParent() + "#" + attempt.group(1);
     }
 
     /** The SST files the checkpoint's ForSt-RS keyed state handles reference. */

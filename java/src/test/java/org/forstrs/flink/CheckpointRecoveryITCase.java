@@ -1,6 +1,5 @@
 package org.forstrs.flink;
 
-import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.client.program.ClusterClient;
@@ -26,6 +25,7 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -133,7 +133,9 @@ class CheckpointRecoveryITCase {
      * their asynchronous phase, or still running at a failover), several of them handing over the
      * same files as a completed one: the files return to their DB or, when the DB was disposed
      * first, go with the last discard, while the files completed checkpoints reference stay for
-     * the restores that follow.
+     * the restores that follow. Sampled after every failover while the job runs, the files of dead
+     * attempts that no completed checkpoint references do not pile up: none outlives three more
+     * failovers (a file the job leaked would stay until the end).
      */
     @Test
     void nothingIsLeftUnderSharedAfterFortyFailoversWithFilesHandedOver(@TempDir Path checkpoints)
@@ -149,14 +151,31 @@ class CheckpointRecoveryITCase {
         StreamExecutionEnvironment env = environment(config);
         CountingJob.build(env, run, records, KEYS, RECORDS_PER_CHECKPOINT, failingAttempts, 1);
 
-        JobExecutionResult result = env.execute("counting with 40 failovers, files handed over");
+        JobClient job = env.executeAsync("counting with 40 failovers, files handed over");
+        Path jobDir = checkpoints.resolve(job.getJobID().toString());
+        // After each failover, what nothing references; a file still there three failovers
+        // later (each restored from a newer completed checkpoint) is one the job leaks.
+        List<Set<Path>> unreferenced = new ArrayList<>();
+        for (int failures = 1; failures <= failingAttempts; failures++) {
+            int reached = failures;
+            Await.until(
+                    reached + " failovers", () -> FailAfterCheckpoint.failures(run) >= reached, job);
+            unreferenced.add(CheckpointFiles.unreferencedOfEarlierAttempts(jobDir));
+        }
+        assertThat(Await.terminal(job)).isEqualTo(JobStatus.FINISHED);
 
         assertFailedAndResumed(run, failingAttempts);
         assertExactFinalCounts(CountingJob.results(run), records, KEYS);
+        for (int i = 0; i + 3 < unreferenced.size(); i++) {
+            Set<Path> kept = new HashSet<>(unreferenced.get(i));
+            kept.retainAll(unreferenced.get(i + 3));
+            assertThat(kept)
+                    .as("unreferenced files of dead attempts from failover %d on", i + 1)
+                    .isEmpty();
+        }
         assertThat(CheckpointStatsLog.recent())
                 .as("new SSTs handed over")
                 .anyMatch(s -> s.filesHandedOver() > 0);
-        Path jobDir = checkpoints.resolve(result.getJobID().toString());
         // The JobManager discards the last checkpoints' files asynchronously after FINISHED.
         Await.until(
                 "an empty shared directory",
