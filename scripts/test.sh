@@ -47,10 +47,10 @@ scripts/fuzz.sh 15
 # and runs the Java tests (surefire) and the tests of the packaged jar (failsafe, *ITCase).
 # Dependencies are cached in ~/.m2 across runs.
 step mvn verify
-rm -f java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream
+rm -f java/target/{surefire,failsafe}-reports{,-failpoints}/*.dumpstream
 mvn -B -ntp -f java/pom.xml verify
 # a forked test JVM's native stdout lands in surefire's and failsafe's .dumpstream files
-fail_on_jni_warnings java/target/surefire-reports/*.dumpstream java/target/failsafe-reports/*.dumpstream
+fail_on_jni_warnings java/target/{surefire,failsafe}-reports{,-failpoints}/*.dumpstream
 
 # ---- Soak (docs/soak.md): the short variant on a real cluster of separate JVMs against moto ----
 # Needs the jar mvn verify just packaged; at most 5 minutes.

@@ -14,6 +14,8 @@ pub mod buffers;
 pub mod build_info;
 pub mod checkpoint_reader;
 pub mod checkpoints;
+#[cfg(feature = "failpoints")]
+mod failpoints;
 #[cfg(test)]
 mod file_transfer_tests;
 pub mod files;

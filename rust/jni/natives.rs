@@ -357,21 +357,3 @@ pub extern "system" fn Java_org_forstrs_jni_ForStNative_compact<'l>(
         Ok(())
     })
 }
-
-/// `static native void armFailpoint(String name, int times)`: for tests only (see
-/// `lsm::failpoints`); an unknown name or a negative count is an `IllegalArgumentException`.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_org_forstrs_jni_ForStNative_armFailpoint<'l>(
-    mut env: JNIEnv<'l>,
-    _class: JClass<'l>,
-    name: JString<'l>,
-    times: jint,
-) {
-    guard(&mut env, |env| {
-        let name = string(env, &name, "name")?;
-        let Ok(times) = u32::try_from(times) else {
-            return illegal_argument(format!("times is negative: {times}"));
-        };
-        Ok(crate::lsm::failpoints::arm(&name, times)?)
-    })
-}

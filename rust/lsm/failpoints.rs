@@ -1,8 +1,8 @@
-//! Failpoints, for tests only: named places in engine work that panic when armed, so that tests
-//! (Rust, and Java through `ForStNative.armFailpoint`) can check that a panicking flush,
-//! compaction or write (on the caller's thread) fails the database instead of hanging it or
-//! letting it go on. They ship in the jar and do nothing
-//! unless armed: an unarmed point costs one relaxed atomic load.
+//! Failpoints, for tests only (cargo feature `failpoints`, never in the jar's library): named
+//! places in engine work that panic when armed, so that tests (Rust, and Java through the
+//! test-only `org.forstrs.jni.Failpoints`) can check that a panicking flush, compaction or write
+//! (on the caller's thread) fails the database instead of hanging it or letting it go on. An
+//! unarmed point costs one relaxed atomic load.
 //!
 //! Arming is process-wide (every open database reaches the same points), so tests that arm one
 //! must not run beside tests that could reach it.

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db_state::DbInner;
-use crate::lsm::failpoints;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::native_heap;
@@ -69,7 +68,8 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
-    failpoints::FLUSH.hit();
+    #[cfg(feature = "failpoints")]
+    crate::lsm::failpoints::FLUSH.hit();
     let bytes_written = files.iter().map(|f| f.size).sum();
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.

@@ -20,6 +20,7 @@ mod db_state;
 #[cfg(test)]
 mod db_tests;
 mod destroy;
+#[cfg(feature = "failpoints")]
 pub mod failpoints;
 mod flush;
 pub mod iterator;

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use crate::Result;
 use crate::lsm::collapse::collapse_into;
 use crate::lsm::db_state::DbInner;
-use crate::lsm::failpoints;
 use crate::lsm::iterator::InternalIterator;
 use crate::lsm::iterators::level::LevelIterator;
 use crate::lsm::iterators::merging::MergingIterator;
@@ -224,7 +223,8 @@ fn merge_and_install(
     let mut ttl = db.ttl.pass();
     collapse_into(&mut merged, &version.tombstones, bottommost, Some(&mut ttl), &mut sink)?;
     let outputs = sink.finish()?;
-    failpoints::COMPACTION.hit();
+    #[cfg(feature = "failpoints")]
+    crate::lsm::failpoints::COMPACTION.hit();
     let installed = db.install_version(
         |v| {
             remove_files(v, inputs);

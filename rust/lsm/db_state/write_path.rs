@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::lsm::batch::{BatchOp, WriteBatch};
-use crate::lsm::failpoints;
 use crate::lsm::key::MAX_SEQ;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
@@ -47,7 +46,8 @@ impl DbInner {
         if check_families {
             batch.families.iter().try_for_each(|cf| self.check_family(cf))?;
         }
-        failpoints::WRITE.hit();
+        #[cfg(feature = "failpoints")]
+        crate::lsm::failpoints::WRITE.hit();
         let mem = self.current().mem.clone();
         let bytes_before = mem.approximate_bytes();
         let mut seq = self.visible_seq.load(Ordering::Acquire);

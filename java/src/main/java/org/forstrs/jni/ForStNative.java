@@ -439,16 +439,4 @@ public final class ForStNative {
             long queryTimeAfterNumEntries,
             Object timeProvider,
             Object listElementFilter);
-
-    /**
-     * For tests only: makes the named failpoint of the engine panic the next {@code times} times
-     * it is reached, in every database of this process ({@code 0} disarms it). {@code "flush"}
-     * panics a flush after it wrote its files and before it installs them, {@code "compaction"}
-     * a compaction that merges files at the same step; the database then fails, and every later call on it throws an {@link
-     * IllegalStateException} whose message holds "failpoint '<name>' fired". Unarmed failpoints
-     * cost nothing measurable.
-     *
-     * @throws IllegalArgumentException for an unknown name or a negative count
-     */
-    public static native void armFailpoint(String name, int times);
 }

@@ -24,12 +24,17 @@ import java.util.Locale;
  *
  * <p>The extraction directory is, first found: the system property {@value #TMP_DIR_PROPERTY},
  * the directory set by {@link #extractInto} (the backend factory passes Flink's {@code
- * io.tmp.dirs}), {@code java.io.tmpdir}.
+ * io.tmp.dirs}), {@code java.io.tmpdir}. The system property {@value #LIBRARY_PROPERTY} names a
+ * library file to load instead of the jar's (a build of one's own, such as the tests' build with
+ * failpoints); it must come from the same commit as the jar's classes.
  */
 public final class NativeLibraryLoader {
 
     /** System property naming the directory the library is extracted to. */
     public static final String TMP_DIR_PROPERTY = "forstrs.native.tmpdir";
+
+    /** System property naming a library file loaded in place of the jar's. */
+    public static final String LIBRARY_PROPERTY = "forstrs.native.library";
 
     private static final String LIBRARY_FILE = "libforst.so";
 
@@ -53,6 +58,13 @@ public final class NativeLibraryLoader {
         }
         synchronized (LOCK) {
             if (loadedFrom != null) {
+                return;
+            }
+            final String ownBuild = System.getProperty(LIBRARY_PROPERTY);
+            if (ownBuild != null) {
+                System.load(Paths.get(ownBuild).toAbsolutePath().toString());
+                installLog();
+                loadedFrom = ownBuild + " (" + LIBRARY_PROPERTY + ")";
                 return;
             }
             final String resource = resourcePath();

@@ -13,9 +13,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
-import org.forstrs.jni.ForStNative;
+import org.forstrs.jni.Failpoints;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,10 +30,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A panic in the engine's background work (a flush, a compaction; injected through {@link
- * ForStNative#armFailpoint}) or in a write on the task's executor thread fails the task at once with the panic's message, instead of hanging it
+ * Failpoints#arm}) or in a write on the task's executor thread fails the task at once with the panic's message, instead of hanging it
  * until the checkpoint timeout; the job restores from its checkpoints and finishes with exact
  * counts.
  */
+@Tag(Failpoints.TAG)
 class BackgroundPanicITCase {
 
     private static final int PARALLELISM = 2;
@@ -50,9 +52,9 @@ class BackgroundPanicITCase {
 
     @AfterEach
     void disarm() {
-        ForStNative.armFailpoint("flush", 0);
-        ForStNative.armFailpoint("compaction", 0);
-        ForStNative.armFailpoint("write", 0);
+        Failpoints.arm("flush", 0);
+        Failpoints.arm("compaction", 0);
+        Failpoints.arm("write", 0);
     }
 
     @Test
@@ -112,7 +114,7 @@ class BackgroundPanicITCase {
         env.setParallelism(PARALLELISM);
         // Input paced by checkpoints, but generously: the failpoint fires within the first.
         CountingJob.build(env, run, RECORDS, KEYS, 40_000, 0, 1);
-        ForStNative.armFailpoint(failpoint, 1);
+        Failpoints.arm(failpoint, 1);
 
         JobClient job = env.executeAsync("counting with a panic in " + failpoint);
 

@@ -1,5 +1,6 @@
 package org.forstrs.jni;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -122,12 +123,13 @@ class ForStNativeErrorsTest {
     }
 
     @Test
+    @Tag(Failpoints.TAG)
     void aPanicOnTheCallersThreadFailsTheDatabaseForEveryLaterCall() {
         final long db = ForStNative.open(url(), null);
         try {
             final int cf = ForStNative.createColumnFamily(db, FAMILY);
             put(db, cf, "key", "value");
-            ForStNative.armFailpoint("write", 1);
+            Failpoints.arm("write", 1);
             assertThatThrownBy(() -> put(db, cf, "other", "value"))
                     .isInstanceOf(RuntimeException.class)
                     .hasMessageContaining("panic in ForSt-RS native code")
@@ -141,7 +143,7 @@ class ForStNativeErrorsTest {
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("failpoint 'write' fired");
         } finally {
-            ForStNative.armFailpoint("write", 0);
+            Failpoints.arm("write", 0);
             ForStNative.close(db);
         }
         // Closed after the failure, the directory is free for the next writer.
