@@ -42,7 +42,6 @@ import org.apache.flink.util.StateMigrationException;
 import org.forstrs.flink.ForStStateBackend;
 import org.forstrs.flink.restore.ForStRestoreOperation;
 import org.forstrs.flink.snapshot.CheckpointStats;
-import org.forstrs.flink.snapshot.CheckpointStatsLog;
 import org.forstrs.flink.snapshot.ForStSnapshotResources;
 import org.forstrs.flink.snapshot.ForStSnapshotStrategy;
 import org.forstrs.flink.state.DbDirectory;
@@ -353,7 +352,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
 
     private void recordCheckpointStats(CheckpointStats stats) {
         lastCheckpointStats = stats;
-        CheckpointStatsLog.add(stats);
+        stats.log();
     }
 
     /** What the last completed snapshot of this backend cost; null before the first. */

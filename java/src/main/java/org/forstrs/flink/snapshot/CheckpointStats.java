@@ -1,5 +1,8 @@
 package org.forstrs.flink.snapshot;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.util.List;
 
 /**
@@ -26,6 +29,16 @@ public record CheckpointStats(
         int filesReused,
         long bytesCopied,
         List<String> handedOver) {
+
+    private static final Logger LOG = LoggerFactory.getLogger(CheckpointStats.class);
+
+    /**
+     * Logs this cost at DEBUG on the logger {@code org.forstrs.flink.snapshot.CheckpointStats},
+     * with the record itself as the message's one parameter (appenders may read it whole).
+     */
+    public void log() {
+        LOG.debug("ForSt-RS snapshot cost: {}", this);
+    }
 
     /** SST files copied for this checkpoint. */
     public int filesCopied() {

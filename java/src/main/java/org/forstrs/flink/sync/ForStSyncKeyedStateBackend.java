@@ -231,7 +231,10 @@ public class ForStSyncKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> 
                         this::snapshotStateMetaInfos,
                         keyContext.getKeyGroupRange(),
                         UUID.randomUUID(),
-                        stats -> lastCheckpointStats = stats);
+                        stats -> {
+                            lastCheckpointStats = stats;
+                            stats.log();
+                        });
     }
 
     /**
