@@ -1,116 +1,104 @@
 package org.forstrs.tools;
 
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonFactory;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonGenerator;
+
 import javax.annotation.Nullable;
 
-import java.util.ArrayDeque;
-import java.util.Deque;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 
 /**
- * Writes one JSON document of nested objects and arrays in order (the web monitor's answers):
- * it places the commas, {@link JsonText} quotes the strings. Calls nest as the document does:
- * {@code open()}/{@code object(name)} ... {@code close()}, {@code array(name)} ... {@code end()}.
+ * One JSON document of nested objects and arrays, written in order (the web monitor's answers)
+ * through Flink's shaded Jackson. Calls nest as the document does: {@code open()}/{@code
+ * object(name)} ... {@code close()}, {@code array(name)} ... {@code end()}.
  */
 final class Json {
 
-    private final StringBuilder out = new StringBuilder();
-    /** Per open object or array: whether it has no member yet. */
-    private final Deque<Boolean> empty = new ArrayDeque<>();
+    static final JsonFactory FACTORY = new JsonFactory();
+
+    private final StringWriter out = new StringWriter();
+    private final JsonGenerator generator;
+
+    Json() {
+        try {
+            generator = FACTORY.createGenerator(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** One step of the generator; a StringWriter never fails, a misnested call does. */
+    private interface Step {
+        void write(JsonGenerator generator) throws IOException;
+    }
+
+    private Json write(Step step) {
+        try {
+            step.write(generator);
+        } catch (IOException e) {
+            throw new IllegalStateException("Cannot write JSON: " + e.getMessage(), e);
+        }
+        return this;
+    }
 
     /** An object as an array element or as the document. */
     Json open() {
-        comma();
-        out.append('{');
-        empty.push(true);
-        return this;
+        return write(JsonGenerator::writeStartObject);
     }
 
     /** An object as the member {@code name}. */
     Json object(String name) {
-        name(name);
-        out.append('{');
-        empty.push(true);
-        return this;
+        return write(g -> g.writeObjectFieldStart(name));
     }
 
     Json close() {
-        empty.pop();
-        out.append('}');
-        return this;
+        return write(JsonGenerator::writeEndObject);
     }
 
     /** An array as the member {@code name}. */
     Json array(String name) {
-        name(name);
-        out.append('[');
-        empty.push(true);
-        return this;
+        return write(g -> g.writeArrayFieldStart(name));
     }
 
     Json end() {
-        empty.pop();
-        out.append(']');
-        return this;
+        return write(JsonGenerator::writeEndArray);
     }
 
     Json field(String name, @Nullable String value) {
-        name(name);
-        if (value == null) {
-            out.append("null");
-        } else {
-            JsonText.string(value, out);
-        }
-        return this;
+        return write(g -> g.writeStringField(name, value));
     }
 
     Json field(String name, long value) {
-        name(name);
-        out.append(value);
-        return this;
+        return write(g -> g.writeNumberField(name, value));
     }
 
     Json field(String name, @Nullable Long value) {
-        name(name);
-        out.append(value == null ? "null" : value.toString());
-        return this;
+        return value == null ? write(g -> g.writeNullField(name)) : field(name, value.longValue());
     }
 
     Json field(String name, boolean value) {
-        name(name);
-        out.append(value);
-        return this;
+        return write(g -> g.writeBooleanField(name, value));
     }
 
     /** A member whose value is JSON text already (a decoded key or value). */
     Json raw(String name, String json) {
-        name(name);
-        out.append(json);
-        return this;
+        return write(
+                g -> {
+                    g.writeFieldName(name);
+                    g.writeRawValue(json);
+                });
     }
 
     /** A string as an array element. */
     Json element(String value) {
-        comma();
-        JsonText.string(value, out);
-        return this;
-    }
-
-    private void name(String name) {
-        comma();
-        JsonText.string(name, out);
-        out.append(':');
-    }
-
-    private void comma() {
-        if (!empty.isEmpty()) {
-            if (!empty.pop()) {
-                out.append(',');
-            }
-            empty.push(false);
-        }
+        return write(g -> g.writeString(value));
     }
 
     @Override
     public String toString() {
+        write(JsonGenerator::flush);
         return out.toString();
     }
 }

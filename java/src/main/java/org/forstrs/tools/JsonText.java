@@ -3,33 +3,54 @@ package org.forstrs.tools;
 import org.apache.flink.api.java.tuple.Tuple;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.ttl.TtlValue;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonGenerator;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.io.JsonStringEncoder;
 import org.apache.flink.types.Row;
 
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * Renders decoded state as compact JSON (one line, keys in a stable order): strings, numbers and
- * booleans as themselves; lists, arrays and tuples as arrays; maps with string keys as objects,
- * other maps as arrays of {@code [key, value]}; a {@link Row} with field names as an object,
- * without as an array; a TTL value as {@code {"value":...,"lastAccessTimestamp":...}}; a POJO as
- * an object of its fields; the default namespace as {@code "VoidNamespace"}; raw bytes as
- * {@code {"raw":"<hex>"}}; anything else as its string.
+ * Renders decoded state as compact JSON (one line, keys in a stable order) through Flink's shaded
+ * Jackson: strings, numbers and booleans as themselves; lists, arrays and tuples as arrays; maps
+ * with string keys as objects, other maps as arrays of {@code [key, value]}; a {@link Row} with
+ * field names as an object, without as an array; a TTL value as {@code
+ * {"value":...,"lastAccessTimestamp":...}}; a POJO as an object of its fields; the default
+ * namespace as {@code "VoidNamespace"}; raw bytes as {@code {"raw":"<hex>"}}; anything else as
+ * its string. A value that contains itself is written as {@value #CYCLE} where it recurs, and
+ * nesting deeper than {@value #MAX_DEPTH} as {@value #TOO_DEEP}: a user's type cannot make the
+ * tools loop or overflow the stack.
  */
 public final class JsonText {
+
+    static final String CYCLE = "<cycle>";
+    static final String TOO_DEEP = "<nested too deep>";
+    static final int MAX_DEPTH = 64;
 
     private JsonText() {}
 
     public static String of(Object value) {
-        StringBuilder out = new StringBuilder();
-        write(value, out);
+        StringWriter out = new StringWriter();
+        try (JsonGenerator generator = Json.FACTORY.createGenerator(out)) {
+            new Walk(generator).write(value, 0);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
         return out.toString();
     }
 
@@ -38,178 +59,175 @@ public final class JsonText {
         return "{\"raw\":\"" + HexFormat.of().formatHex(bytes) + "\"}";
     }
 
-    private static void write(Object value, StringBuilder out) {
-        if (value == null) {
-            out.append("null");
-        } else if (value instanceof CharSequence || value instanceof Character) {
-            string(value.toString(), out);
-        } else if (value instanceof Boolean
-                || value instanceof Integer
-                || value instanceof Long
-                || value instanceof Short
-                || value instanceof Byte
-                || value instanceof BigInteger
-                || value instanceof BigDecimal) {
-            out.append(value);
-        } else if (value instanceof Double || value instanceof Float) {
-            double d = ((Number) value).doubleValue();
-            if (Double.isFinite(d)) {
-                out.append(value);
-            } else {
-                string(value.toString(), out);
-            }
-        } else if (value instanceof byte[]) {
-            out.append(raw((byte[]) value));
-        } else if (value instanceof TtlValue) {
-            TtlValue<?> ttl = (TtlValue<?>) value;
-            out.append("{\"value\":");
-            write(ttl.getUserValue(), out);
-            out.append(",\"lastAccessTimestamp\":");
-            out.append(ttl.getLastAccessTimestamp()).append('}');
-        } else if (value instanceof Row) {
-            row((Row) value, out);
-        } else if (value instanceof Tuple) {
-            Tuple tuple = (Tuple) value;
-            out.append('[');
-            for (int i = 0; i < tuple.getArity(); i++) {
-                out.append(i == 0 ? "" : ",");
-                write(tuple.getField(i), out);
-            }
-            out.append(']');
-        } else if (value instanceof Map) {
-            map((Map<?, ?>) value, out);
-        } else if (value instanceof Collection) {
-            array(((Collection<?>) value).iterator(), out);
-        } else if (value instanceof Object[]) {
-            array(java.util.Arrays.asList((Object[]) value).iterator(), out);
-        } else if (value instanceof VoidNamespace) {
-            string("VoidNamespace", out);
-        } else if (value instanceof Enum) {
-            string(((Enum<?>) value).name(), out);
-        } else if (!pojo(value, out)) {
-            string(value.toString(), out);
-        }
-    }
-
-    private static void row(Row row, StringBuilder out) {
-        Set<String> names = row.getFieldNames(true);
-        if (names == null) {
-            out.append('[');
-            for (int i = 0; i < row.getArity(); i++) {
-                out.append(i == 0 ? "" : ",");
-                write(row.getField(i), out);
-            }
-            out.append(']');
-            return;
-        }
-        out.append('{');
-        boolean first = true;
-        for (String name : names) {
-            out.append(first ? "" : ",");
-            first = false;
-            string(name, out);
-            out.append(':');
-            write(row.getField(name), out);
-        }
-        out.append('}');
-    }
-
-    private static void map(Map<?, ?> map, StringBuilder out) {
-        boolean stringKeys = map.keySet().stream().allMatch(k -> k instanceof String);
-        java.util.List<Map.Entry<?, ?>> entries = new java.util.ArrayList<>(map.entrySet());
-        entries.sort((a, b) -> String.valueOf(a.getKey()).compareTo(String.valueOf(b.getKey())));
-        out.append(stringKeys ? '{' : '[');
-        boolean first = true;
-        for (Map.Entry<?, ?> e : entries) {
-            out.append(first ? "" : ",");
-            first = false;
-            if (stringKeys) {
-                string((String) e.getKey(), out);
-                out.append(':');
-                write(e.getValue(), out);
-            } else {
-                out.append('[');
-                write(e.getKey(), out);
-                out.append(',');
-                write(e.getValue(), out);
-                out.append(']');
-            }
-        }
-        out.append(stringKeys ? '}' : ']');
-    }
-
-    private static void array(Iterator<?> items, StringBuilder out) {
-        out.append('[');
-        boolean first = true;
-        while (items.hasNext()) {
-            out.append(first ? "" : ",");
-            first = false;
-            write(items.next(), out);
-        }
-        out.append(']');
-    }
-
-    /** A user class's instance fields, in declaration order; false for JDK classes. */
-    private static boolean pojo(Object value, StringBuilder out) {
-        Class<?> type = value.getClass();
-        if (type.getName().startsWith("java.") || type.getName().startsWith("javax.")) {
-            return false;
-        }
-        StringBuilder fields = new StringBuilder("{");
-        boolean first = true;
-        for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
-            for (Field field : c.getDeclaredFields()) {
-                int modifiers = field.getModifiers();
-                if (Modifier.isStatic(modifiers) || Modifier.isTransient(modifiers)) {
-                    continue;
-                }
-                Object fieldValue;
-                try {
-                    field.setAccessible(true);
-                    fieldValue = field.get(value);
-                } catch (RuntimeException | IllegalAccessException e) {
-                    return false;
-                }
-                fields.append(first ? "" : ",");
-                first = false;
-                string(field.getName(), fields);
-                fields.append(':');
-                write(fieldValue, fields);
-            }
-        }
-        if (first) {
-            return false;
-        }
-        out.append(fields).append('}');
-        return true;
-    }
-
     /** A JSON string literal. */
-    public static void string(String s, StringBuilder out) {
-        out.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
+    public static String string(String s) {
+        return '"' + new String(JsonStringEncoder.getInstance().quoteAsString(s)) + '"';
+    }
+
+    /** One rendering: the containers on the path to the value being written. */
+    private static final class Walk {
+        private final JsonGenerator out;
+        private final Set<Object> path = Collections.newSetFromMap(new IdentityHashMap<>());
+
+        Walk(JsonGenerator out) {
+            this.out = out;
+        }
+
+        void write(Object value, int depth) throws IOException {
+            if (value == null) {
+                out.writeNull();
+            } else if (value instanceof CharSequence || value instanceof Character) {
+                out.writeString(value.toString());
+            } else if (value instanceof Boolean) {
+                out.writeBoolean((Boolean) value);
+            } else if (value instanceof Integer
+                    || value instanceof Long
+                    || value instanceof Short
+                    || value instanceof Byte) {
+                out.writeNumber(((Number) value).longValue());
+            } else if (value instanceof BigInteger) {
+                out.writeNumber((BigInteger) value);
+            } else if (value instanceof BigDecimal) {
+                out.writeNumber(value.toString());
+            } else if (value instanceof Double || value instanceof Float) {
+                double d = ((Number) value).doubleValue();
+                if (Double.isFinite(d)) {
+                    out.writeNumber(value.toString());
+                } else {
+                    out.writeString(value.toString());
+                }
+            } else if (value instanceof byte[]) {
+                out.writeRawValue(raw((byte[]) value));
+            } else if (value instanceof VoidNamespace) {
+                out.writeString("VoidNamespace");
+            } else if (value instanceof Enum) {
+                out.writeString(((Enum<?>) value).name());
+            } else if (depth >= MAX_DEPTH) {
+                out.writeString(TOO_DEEP);
+            } else if (!path.add(value)) {
+                out.writeString(CYCLE);
+            } else {
+                try {
+                    container(value, depth + 1);
+                } finally {
+                    path.remove(value);
                 }
             }
         }
-        out.append('"');
-    }
 
-    public static String string(String s) {
-        StringBuilder out = new StringBuilder();
-        string(s, out);
-        return out.toString();
+        private void container(Object value, int depth) throws IOException {
+            if (value instanceof TtlValue) {
+                TtlValue<?> ttl = (TtlValue<?>) value;
+                out.writeStartObject();
+                out.writeFieldName("value");
+                write(ttl.getUserValue(), depth);
+                out.writeNumberField("lastAccessTimestamp", ttl.getLastAccessTimestamp());
+                out.writeEndObject();
+            } else if (value instanceof Row) {
+                row((Row) value, depth);
+            } else if (value instanceof Tuple) {
+                Tuple tuple = (Tuple) value;
+                out.writeStartArray();
+                for (int i = 0; i < tuple.getArity(); i++) {
+                    write(tuple.getField(i), depth);
+                }
+                out.writeEndArray();
+            } else if (value instanceof Map) {
+                map((Map<?, ?>) value, depth);
+            } else if (value instanceof Collection) {
+                array(((Collection<?>) value).iterator(), depth);
+            } else if (value instanceof Object[]) {
+                array(Arrays.asList((Object[]) value).iterator(), depth);
+            } else if (!pojo(value, depth)) {
+                out.writeString(value.toString());
+            }
+        }
+
+        private void row(Row row, int depth) throws IOException {
+            Set<String> names = row.getFieldNames(true);
+            if (names == null) {
+                out.writeStartArray();
+                for (int i = 0; i < row.getArity(); i++) {
+                    write(row.getField(i), depth);
+                }
+                out.writeEndArray();
+                return;
+            }
+            out.writeStartObject();
+            for (String name : names) {
+                out.writeFieldName(name);
+                write(row.getField(name), depth);
+            }
+            out.writeEndObject();
+        }
+
+        private void map(Map<?, ?> map, int depth) throws IOException {
+            boolean stringKeys = map.keySet().stream().allMatch(k -> k instanceof String);
+            List<Map.Entry<?, ?>> entries = new ArrayList<>(map.entrySet());
+            entries.sort((a, b) -> String.valueOf(a.getKey()).compareTo(String.valueOf(b.getKey())));
+            if (stringKeys) {
+                out.writeStartObject();
+                for (Map.Entry<?, ?> e : entries) {
+                    out.writeFieldName((String) e.getKey());
+                    write(e.getValue(), depth);
+                }
+                out.writeEndObject();
+                return;
+            }
+            out.writeStartArray();
+            for (Map.Entry<?, ?> e : entries) {
+                out.writeStartArray();
+                write(e.getKey(), depth);
+                write(e.getValue(), depth);
+                out.writeEndArray();
+            }
+            out.writeEndArray();
+        }
+
+        private void array(Iterator<?> items, int depth) throws IOException {
+            out.writeStartArray();
+            while (items.hasNext()) {
+                write(items.next(), depth);
+            }
+            out.writeEndArray();
+        }
+
+        /**
+         * A user class's instance fields, in declaration order; false (nothing written) for JDK
+         * classes, classes without fields and fields that cannot be read.
+         */
+        private boolean pojo(Object value, int depth) throws IOException {
+            Class<?> type = value.getClass();
+            if (type.getName().startsWith("java.") || type.getName().startsWith("javax.")) {
+                return false;
+            }
+            List<Field> fields = new ArrayList<>();
+            List<Object> values = new ArrayList<>();
+            for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+                for (Field field : c.getDeclaredFields()) {
+                    int modifiers = field.getModifiers();
+                    if (Modifier.isStatic(modifiers) || Modifier.isTransient(modifiers)) {
+                        continue;
+                    }
+                    try {
+                        field.setAccessible(true);
+                        values.add(field.get(value));
+                    } catch (RuntimeException | IllegalAccessException e) {
+                        return false;
+                    }
+                    fields.add(field);
+                }
+            }
+            if (fields.isEmpty()) {
+                return false;
+            }
+            out.writeStartObject();
+            for (int i = 0; i < fields.size(); i++) {
+                out.writeFieldName(fields.get(i).getName());
+                write(values.get(i), depth);
+            }
+            out.writeEndObject();
+            return true;
+        }
     }
 }
