@@ -360,6 +360,11 @@ def charts(runs):
         "fs-proxy": lambda r: simple_ratios(
             "fs-proxy.svg", "Positional reads through the Flink file-system proxy", r,
             lambda m: m["name"], lambda m: f"vs {m['baseline']['name']}", subtitle="MB/s of the proxy / the baseline's"),
+        "flink-backends-wordcount": lambda r: simple_ratios(
+            "flink-backends-wordcount.svg", "Flink word count: ForSt-RS vs Flink's RocksDB and heap", r,
+            lambda m: f"{m['subject']}, {keys_text(int(m['labels']['keys']))} keys",
+            lambda m: m["name"].split(": ")[1],
+            subtitle="against Flink's RocksDB on local disk (> 1: better than RocksDB)"),
         "flink-forst-wordcount": lambda r: simple_ratios(
             "flink-forst-wordcount.svg", "Flink word count: ForSt-RS vs Flink's ForSt", r,
             lambda m: m["labels"]["config"], lambda m: m["name"].split(": ")[1],

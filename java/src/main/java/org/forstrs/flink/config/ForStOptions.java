@@ -96,10 +96,13 @@ public final class ForStOptions {
     public static final ConfigOption<Boolean> EXECUTOR_INLINE_COORDINATOR =
             ConfigOptions.key(PREFIX + "executor.inline-coordinator")
                     .booleanType()
-                    .defaultValue(false)
+                    .defaultValue(true)
                     .withDescription(
                             "Run each batch on the task thread instead of the executor's"
-                                    + " threads.");
+                                    + " threads (Flink's ForSt defaults to false: ours"
+                                    + " hands no batch to another thread unless set to"
+                                    + " false, which was slower in every measured case,"
+                                    + " docs/benchmarks.md).");
 
     public static final ConfigOption<Integer> EXECUTOR_BATCH_THREADS =
             ConfigOptions.key(PREFIX + "executor.batch-threads")

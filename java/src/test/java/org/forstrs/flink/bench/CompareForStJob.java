@@ -22,10 +22,11 @@ import java.util.concurrent.TimeUnit;
  * The word count of {@link AsyncWordCount} (async ValueState, one read and one write per record) or
  * the window aggregate of {@link AsyncWindowAggregate} ({@code --job window}) on whichever backend
  * {@code state.backend.type: forst} resolves to in this JVM: ForSt-RS when its jar is on the class
- * path first, Flink's ForSt otherwise. So this class uses Flink and test
- * classes only, never ForSt-RS's. Prints one line per measure for {@code
- * scripts/bench-flink-forst.sh}: records/s, CPU seconds of the JVM, its peak RSS, and the calls
- * to the {@code slowfs://} file system.
+ * path first, Flink's ForSt otherwise; with {@code --backend rocksdb} or {@code --backend hashmap}
+ * on Flink's RocksDB (in {@code --local-dir}, managed memory) or heap backend instead. So this
+ * class uses Flink and test classes only, never ForSt-RS's. Prints one line per measure for
+ * {@code scripts/bench-flink-forst.sh} and {@code scripts/bench-flink-backends.sh}: records/s, CPU
+ * seconds of the JVM, its peak RSS, and the calls to the {@code slowfs://} file system.
  *
  * <p>Arguments: {@code --job wordcount|window}, {@code --dir <primary dir URI>} (file:// or
  * slowfs://), {@code --local-dir}, {@code --keys}, {@code --records}, {@code --parallelism},
@@ -47,9 +48,19 @@ public final class CompareForStJob {
         Files.createDirectories(localDir);
 
         Configuration config = new Configuration();
-        config.set(StateBackendOptions.STATE_BACKEND, "forst");
-        config.setString("state.backend.forst.primary-dir", dir);
-        config.setString("state.backend.forst.local-dir", localDir.toString());
+        String backend = options.getOrDefault("backend", "forst");
+        config.set(StateBackendOptions.STATE_BACKEND, backend);
+        switch (backend) {
+            case "forst" -> {
+                config.setString("state.backend.forst.primary-dir", dir);
+                config.setString("state.backend.forst.local-dir", localDir.toString());
+            }
+            case "rocksdb" -> config.setString("state.backend.rocksdb.localdir", localDir.toString());
+            case "hashmap" -> {}
+            default ->
+                    throw new IllegalArgumentException(
+                            "--backend: forst, rocksdb or hashmap, not " + backend);
+        }
         config.set(
                 TaskManagerOptions.MANAGED_MEMORY_SIZE,
                 MemorySize.parse(options.getOrDefault("managed-memory", "32m")));

@@ -40,7 +40,7 @@ class ForStBackendConfigTest {
         assertThat(config.getFixedPerSlot()).isNull();
         assertThat(config.getFixedPerTm()).isNull();
         assertThat(config.getWriteBufferRatio()).isEqualTo(0.5);
-        assertThat(config.isInlineCoordinator()).isFalse();
+        assertThat(config.isInlineCoordinator()).isTrue();
         assertThat(config.getBatchThreads()).isEqualTo(2);
         assertThat(config.isSyncEnforceLocal()).isTrue();
     }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Profiles one Flink-level benchmark run (CompareForStJob: the async word count or the window job)
+# with async-profiler 2.9 (from Flink's test class path, as a JVM agent; CPU time by interval
+# timer, so it needs no perf events): where the process's CPU goes, per thread group (task
+# threads, our executor threads, the engine's background threads, JIT, GC) and per frame (self
+# and total), Java and native frames together. The collapsed stacks stay in PROFILE_OUT for a
+# flame graph.
+#   scripts/profile-flink.sh [subject]    subject: ours-local (default), rocksdb, hashmap
+# Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
+# (wordcount), INTERVAL_US (1000), TOP (40), CSTACK (dwarf: native frames unwound from .eh_frame;
+# the library has no frame pointers); PROFILE_OUT (bench-results/profiles/<subject>.collapsed).
+source "$(dirname "$0")/lib/bench-jvm.sh" profile
+subject=${1:-ours-local}
+out=${PROFILE_OUT:-bench-results/profiles/$subject-${JOB:-wordcount}.collapsed}
+mkdir -p "$(dirname "$out")"
+
+profiler_jar=$(tr ':' '\n' <<<"$classpath" | grep 'async-profiler-2.9.jar$' | head -1)
+[[ -n $profiler_jar ]] || { echo "profile-flink: async-profiler 2.9 is not on the test class path" >&2; exit 1; }
+unzip -q -o "$profiler_jar" linux-x64/libasyncProfiler.so -d "$work"
+
+cp="java/target/test-classes:$classpath"
+args=()
+jvm_args=()
+case $subject in
+ours-local)
+    cp="$jar:$cp"
+    # The library the jar was built from, kept on disk (the jar's copy is deleted once loaded):
+    # the profiler reads its symbols from the file.
+    jvm_args=(-Dforstrs.native.library="${CARGO_TARGET_DIR:-$HOME/.cache/forst-rs/target}/release/libforst.so")
+    args=(--dir "file://$work/state" --state.backend.forst.cache.size-based-limit 0
+        --state.backend.forst.cache.reserve-size 0)
+    ;;
+rocksdb | hashmap) args=(--backend "$subject") ;;
+*) echo "profile-flink: subject is ours-local, rocksdb or hashmap, not $subject" >&2; exit 1 ;;
+esac
+mkdir -p "$work/state"
+agent="$work/linux-x64/libasyncProfiler.so=start,event=itimer,interval=${INTERVAL_US:-1000}us"
+agent+=",cstack=${CSTACK:-dwarf},threads,collapsed,file=$PWD/$out"
+"$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+    --job "${JOB:-wordcount}" "${args[@]}" --local-dir "$work/local" --keys "${KEYS:-1000000}" \
+    --records "${RECORDS:-3000000}" --parallelism "${PARALLELISM:-2}" \
+    --managed-memory "${MANAGED_MEMORY:-32m}" | grep -E '^(records/s|cpu seconds|peak rss)'
+python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}"
+echo "collapsed stacks: $out"
