@@ -39,7 +39,7 @@ value() {
     awk -v k="$1:" 'index($0, k) == 1 {print $NF; exit}' <<<"$2"
 }
 
-# run <keys> <managed> <records> <subject>: appends "<keys> <subject> <records/s> <cpu s> <rss MiB>"
+# run <keys> <managed> <records> <subject>: appends "<subject> <keys> <records/s> <cpu s> <rss MiB>"
 # to the results
 run() {
     local keys=$1 managed=$2 records=$3 subject=$4 cp="java/target/test-classes:$classpath" args=() out
@@ -79,7 +79,7 @@ run() {
     [[ -n $rate ]] || { echo "$out" | tail -50 >&2; echo "bench-flink-backends: no records/s" >&2; exit 1; }
     printf '%9s keys  %-16s %9s rec/s  cpu %6s s  rss %5s MiB\n' "$keys" "$subject" "$rate" \
         "$cpu" "$rss" >&2
-    echo "$keys $subject $rate $cpu $rss" >>"$results"
+    echo "$subject $keys $rate $cpu $rss" >>"$results"
 }
 
 for ((round = 1; round <= rounds; round++)); do
@@ -109,11 +109,11 @@ echo "|---:|---|---|---:|---:|---:|---:|---:|---:|"
 for size in "${sizes[@]}"; do
     IFS=: read -r keys managed records <<<"$size"
     for subject in "${subjects[@]}"; do
-        rate=$(median 3 "$keys" "$subject") cpu=$(median 4 "$keys" "$subject")
-        rss=$(median 5 "$keys" "$subject")
-        echo "| $keys | $managed | $subject | $rate | $(ratio "$rate" "$(median 3 "$keys" rocksdb)") |" \
-            "$cpu | $(ratio "$cpu" "$(median 4 "$keys" rocksdb)") | $rss |" \
-            "$(ratio "$rss" "$(median 5 "$keys" rocksdb)") |"
+        rate=$(median 3 "$subject" "$keys") cpu=$(median 4 "$subject" "$keys")
+        rss=$(median 5 "$subject" "$keys")
+        echo "| $keys | $managed | $subject | $rate | $(ratio "$rate" "$(median 3 rocksdb "$keys")") |" \
+            "$cpu | $(ratio "$cpu" "$(median 4 rocksdb "$keys")") | $rss |" \
+            "$(ratio "$rss" "$(median 5 rocksdb "$keys")") |"
     done
 done
 
@@ -123,16 +123,15 @@ for size in "${sizes[@]}"; do
     IFS=: read -r keys managed records <<<"$size"
     for subject in "${subjects[@]}"; do
         [[ $subject == rocksdb ]] && continue
-        labels=(--label subject="$subject" --label keys="$keys" --label managed="$managed"
-            --label records="$records")
+        labels=(--label keys="$keys" --label managed="$managed" --label records="$records")
         for measure in "records/s:records/s:higher:3" "CPU seconds:s:lower:4" "peak RSS:MiB:lower:5"; do
             IFS=: read -r name unit better column <<<"$measure"
             measure_rounds "$subject: $name" "$unit" "$better" "$column" \
-                "Flink's RocksDB, local disk" "$keys" "$subject" -- "$keys" rocksdb -- "${labels[@]}"
+                "Flink's RocksDB, local disk" "$subject" "$keys" -- rocksdb "$keys" -- "${labels[@]}"
         done
         if [[ $subject == ours-* && " ${subjects[*]} " == *" hashmap "* ]]; then
             measure_rounds "$subject: records/s against the heap" records/s higher 3 \
-                "Flink's HashMap (heap)" "$keys" "$subject" -- "$keys" hashmap -- "${labels[@]}"
+                "Flink's HashMap (heap)" "$subject" "$keys" -- hashmap "$keys" -- "${labels[@]}"
         fi
     done
 done
