@@ -6,13 +6,16 @@
 # and total), Java and native frames together. The collapsed stacks stay in PROFILE_OUT for a
 # flame graph.
 #   scripts/profile-flink.sh [subject]    subject: ours-local (default), rocksdb, hashmap
-# Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
+# Extra job arguments (e.g. --state.backend.forst.executor.inline-coordinator false): after the
+# subject. Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
 # (wordcount), INTERVAL_US (1000), TOP (40), CSTACK (dwarf: native frames unwound from .eh_frame;
 # the library has no frame pointers); PROFILE_OUT (bench-results/profiles/<subject>.collapsed).
 source "$(dirname "$0")/lib/bench-jvm.sh" profile
 subject=${1:-ours-local}
+EXTRA_ARGS=("${@:2}")
 out=${PROFILE_OUT:-bench-results/profiles/$subject-${JOB:-wordcount}.collapsed}
 mkdir -p "$(dirname "$out")"
+out=$(realpath -m "$out")
 
 profiler_jar=$(tr ':' '\n' <<<"$classpath" | grep 'async-profiler-2.9.jar$' | head -1)
 [[ -n $profiler_jar ]] || { echo "profile-flink: async-profiler 2.9 is not on the test class path" >&2; exit 1; }
@@ -35,10 +38,13 @@ rocksdb | hashmap) args=(--backend "$subject") ;;
 esac
 mkdir -p "$work/state"
 agent="$work/linux-x64/libasyncProfiler.so=start,event=itimer,interval=${INTERVAL_US:-1000}us"
-agent+=",cstack=${CSTACK:-dwarf},threads,collapsed,file=$PWD/$out"
-"$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+agent+=",cstack=${CSTACK:-dwarf},threads,collapsed,file=$out"
+records=${RECORDS:-3000000}
+run=$("$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
     --job "${JOB:-wordcount}" "${args[@]}" --local-dir "$work/local" --keys "${KEYS:-1000000}" \
-    --records "${RECORDS:-3000000}" --parallelism "${PARALLELISM:-2}" \
-    --managed-memory "${MANAGED_MEMORY:-32m}" | grep -E '^(records/s|cpu seconds|peak rss)'
-python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}"
+    --records "$records" --parallelism "${PARALLELISM:-2}" \
+    --managed-memory "${MANAGED_MEMORY:-32m}" "${EXTRA_ARGS[@]}" | grep -E '^(records/s|cpu seconds|peak rss)')
+echo "$run"
+cpu=$(awk '/^cpu seconds:/ {print $NF}' <<<"$run")
+python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}" "$cpu" "$records"
 echo "collapsed stacks: $out"

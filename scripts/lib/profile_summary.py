@@ -1,8 +1,9 @@
 """Summarizes async-profiler's collapsed stacks (with `threads`): the share of samples per thread
-group, then the frames with the most samples on top of the stack (self) and anywhere in it
-(total), each as a percentage of all samples.
+group, the budget of one record (CPU-ns per step, from the run's CPU seconds and records), then
+the frames with the most samples on top of the stack (self) and anywhere in it (total), each as a
+percentage of all samples.
 
-    python3 profile_summary.py <file.collapsed> [top]
+    python3 profile_summary.py <file.collapsed> <top> [<cpu seconds> <records>]
 """
 
 import re
@@ -11,6 +12,8 @@ from collections import Counter
 
 # Thread names to groups: the first pattern that matches names the group.
 GROUPS = [
+    (r"^tid=\d+$", "engine background (ours: native threads the JVM does not name)"),
+    (r"^main$", "main (job submission)"),
     (r"forst-rs-executor", "executor threads (ours)"),
     (r"forst-(flush|compact)", "engine background (ours)"),
     (r"forst", "other native threads (ours)"),
@@ -29,6 +32,33 @@ def group_of(thread):
     return "other"
 
 
+# The steps of one record, by the frames its samples pass through: the first that matches.
+STEPS = [
+    (lambda thread, stack: "ForStNative.executeBatch" in stack,
+     "native batch: JNI, batch executor, engine reads and writes"),
+    (lambda thread, stack: "Requests.complete" in stack,
+     "completing request futures (Flink's callbacks, one mail each)"),
+    (lambda thread, stack: "ForStStateExecutor.run" in stack,
+     "our Java batch work: keys and values into the request buffer, results out"),
+    (lambda thread, stack: "forst-rs-executor" in thread,
+     "executor threads between batches (hand-offs)"),
+    (lambda thread, stack: re.match(r"^tid=\d+$", thread),
+     "engine background: flush, compaction"),
+    (lambda thread, stack: group_of(thread) == "task threads",
+     "task thread: Flink's controller, the operator, serialization"),
+    (lambda thread, stack: group_of(thread) == "source", "source"),
+    (lambda thread, stack: group_of(thread) == "JIT compilers", "JIT compilers (fixed per run)"),
+    (lambda thread, stack: group_of(thread) == "GC and VM", "GC and VM"),
+]
+
+
+def step_of(thread, stack):
+    for matches, step in STEPS:
+        if matches(thread, stack):
+            return step
+    return "other: job submission, JobManager (fixed per run)"
+
+
 def frame_name(frame):
     # async-profiler marks frame kinds with suffixes: _[j] Java, _[i] inlined, _[k] kernel.
     return re.sub(r"_\[[a-z0-9]\]$", "", frame)
@@ -37,7 +67,10 @@ def frame_name(frame):
 def main():
     path = sys.argv[1]
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 40
-    groups, self_samples, total_samples = Counter(), Counter(), Counter()
+    per_record = None
+    if len(sys.argv) > 4:
+        per_record = float(sys.argv[3]) * 1e9 / float(sys.argv[4])
+    groups, steps, self_samples, total_samples = Counter(), Counter(), Counter(), Counter()
     all_samples = 0
     with open(path) as f:
         for line in f:
@@ -46,9 +79,10 @@ def main():
                 continue
             n = int(count)
             frames = stack.split(";")
-            thread = frames[0].strip("[]")
+            thread = re.sub(r"^(.*\S) tid=\d+$", r"\1", frames[0].strip("[]"))
             all_samples += n
             groups[group_of(thread)] += n
+            steps[step_of(thread, stack)] += n
             names = [frame_name(fr) for fr in frames[1:]]
             if names:
                 self_samples[names[-1]] += n
@@ -62,6 +96,10 @@ def main():
     print("\nthread groups:")
     for group, n in groups.most_common():
         print(f"  {pct(n):5.1f}%  {group}")
+    if per_record:
+        print(f"\none record: {per_record:.0f} CPU-ns in all (the run's CPU seconds / records):")
+        for step, n in steps.most_common():
+            print(f"  {per_record * n / all_samples:6.0f} ns  {pct(n):5.1f}%  {step}")
     print(f"\ntop {top} frames by self samples:")
     for name, n in self_samples.most_common(top):
         print(f"  {pct(n):5.1f}%  {name[:150]}")
