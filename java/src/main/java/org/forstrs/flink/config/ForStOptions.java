@@ -99,10 +99,9 @@ public final class ForStOptions {
                     .defaultValue(true)
                     .withDescription(
                             "Run each batch on the task thread instead of the executor's"
-                                    + " threads (Flink's ForSt defaults to false: ours"
-                                    + " hands no batch to another thread unless set to"
-                                    + " false, which was slower in every measured case,"
-                                    + " docs/benchmarks.md).");
+                                    + " threads. Flink's ForSt defaults to false; handing"
+                                    + " batches to other threads was slower in every case"
+                                    + " measured (docs/benchmarks.md).");
 
     public static final ConfigOption<Integer> EXECUTOR_BATCH_THREADS =
             ConfigOptions.key(PREFIX + "executor.batch-threads")
