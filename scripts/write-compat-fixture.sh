@@ -14,6 +14,6 @@ if [[ -e java/$fixture ]]; then
     exit 1
 fi
 mvn -B -ntp -f java/pom.xml verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
-    -Dit.test='CompatibilityITCase#writeFixture' -Dforst.compat.fixture="$fixture"
+    -Dit.test='CompatibilityITCase#write*' -Dforst.compat.fixture="$fixture"
 FORST_WRITE_COMPAT_FIXTURE=1 cargo test --test format_compat -- --ignored write_this_versions_fixture
 echo "wrote java/$fixture and tests/fixtures/compat/$version/db"
