@@ -7,7 +7,7 @@
 # (the order reversed every other round). Subjects (SUBJECTS, in this order by default):
 #   ours-local       ForSt-RS, primary dir on a local directory, no disk cache
 #   ours-threads     ours-local with executor.inline-coordinator: false (batches on executor
-#                    threads, the default before 2026-12-06)
+#                    threads)
 #   ours-slow-cache  ForSt-RS on slowfs:// (SLOW_OPEN_US per open, SLOW_READ_US per read) with the
 #                    local disk cache (CACHE_SIZE)
 #   rocksdb          Flink's RocksDB on local disk: the baseline of every ratio

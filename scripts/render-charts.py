@@ -262,22 +262,6 @@ def run_line(result):
 
 # ---------------------------------------------------------------- one chart per benchmark
 
-def chart_flink_backends(r):
-    sizes = sorted({m["labels"]["keys"] for m in r["measurements"]})
-    series = [f"{keys_text(k)} keys, {where(r, keys=k)[0]['labels']['managed']} managed" for k in sizes]
-    cats = []
-    for m in where(r, name="records/s", keys=sizes[0]):
-        label = f"vs {m['baseline']['name']} ({m['subject']})"
-        ms = [where(r, name="records/s", subject=m["subject"], keys=k) for k in sizes]
-        vals = [next((x["ratio"] for x in xs if x["baseline"]["name"] == m["baseline"]["name"]), None) for xs in ms]
-        cats.append((label, vals, [None] * len(sizes)))
-    rss = [where(r, name="peak RSS", keys=k) for k in sizes]
-    cats.append(("peak RSS: Flink's RocksDB, local disk / ours", [x[0]["ratio"] if x else None for x in rss], [None] * len(sizes)))
-    return {"wordcount-vs-rocksdb.svg": ratio_chart(
-        "Flink word count (async state): ForSt-RS vs Flink's backends",
-        f"records/s of ours / the backend's, parallelism 2, separate JVMs; {run_line(r)}", cats, series)}
-
-
 def chart_scale(r):
     keys = sorted({m["labels"]["keys"] for m in r["measurements"]})
     engines = []
@@ -348,7 +332,6 @@ def simple_ratios(name, title, r, label, series_of=None, subtitle="",
 
 def charts(runs):
     makers = {
-        "flink-backends": chart_flink_backends,
         "scale": chart_scale,
         "checkpoint": chart_checkpoint,
         "engine-ops": lambda r: simple_ratios(
@@ -480,7 +463,7 @@ def block(name, result, chart_names):
 def page(runs, chart_files, current):
     """The page with each benchmark's generated block replaced."""
     owners = {}
-    makers_of = {"flink-backends": ["wordcount-vs-rocksdb.svg"], "scale": ["scale-cost.svg"],
+    makers_of = {"scale": ["scale-cost.svg"],
                  "checkpoint": ["checkpoint-restore.svg"]}
     for name in runs:
         owners[name] = makers_of.get(name, [f"{name}.svg"])
