@@ -34,11 +34,6 @@ window) job_name="tumbling event-time window sum, async state (10 windows)" ;;
 *) echo "bench-flink-backends: JOB must be wordcount or window, not $job" >&2; exit 1 ;;
 esac
 
-# value <name> <output>: the value of "<name>: <value>" in a run's output
-value() {
-    awk -v k="$1:" 'index($0, k) == 1 {print $NF; exit}' <<<"$2"
-}
-
 # run <keys> <managed> <records> <subject>: appends "<subject> <keys> <records/s> <cpu s> <rss MiB>"
 # to the results
 run() {

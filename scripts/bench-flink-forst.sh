@@ -46,11 +46,6 @@ grep -q flink-statebackend-forst-2.3.0 <<<"$classpath" || {
     exit 1
 }
 
-# value <name> <output>: the value of "<name>: <value>" in a run's output
-value() {
-    awk -v k="$1:" 'index($0, k) == 1 {print $NF; exit}' <<<"$2"
-}
-
 # run <backend: ours|flink> <config>: appends "<backend> <config> <records/s> <cpu s> <rss MiB>
 # <opens> <reads> <creates>" to the results
 run() {

@@ -1,8 +1,10 @@
-# Sourced by the Flink-level benchmark scripts (bench-flink-forst, bench-sync, bench-timers):
+# Sourced by the Flink-level benchmark scripts (bench-flink-forst, bench-flink-backends, bench-sync,
+# bench-timers, profile-flink):
 # installs what they need, builds our jar and the bench jobs once, and offers the helpers every
 # script shares. After sourcing: $java, $classpath (test class path), $jar (forstjni), $work (a
 # temporary directory removed on exit) and $results (a file of result rows, one per run), with
-# bench_param, bench_measure and bench_write (bench-results.sh) for the result file.
+# bench_param, bench_measure and bench_write (bench-results.sh) for the result file, and value,
+# rounds, median and measure_rounds below.
 #   source scripts/lib/bench-jvm.sh <name>
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -16,6 +18,11 @@ jar=$(ls java/target/forstjni-*.jar | head -1)
 work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-$1.XXXXXX")
 bench_scratch+=("$work")
 results=$work/results.txt
+
+# value <name> <output>: the value of "<name>: <value>" in a run's output
+value() {
+    awk -v k="$1:" 'index($0, k) == 1 {print $NF; exit}' <<<"$2"
+}
 
 # rounds <column> <key>...: a results column over the rows whose first fields are the keys, in the
 # order of the runs (round i of every backend is the i-th value)
