@@ -235,16 +235,12 @@ class CompatibilityITCase {
         return config;
     }
 
+    /** Copies the tree {@code from} to {@code to}, which must not exist yet. */
     private static void copy(Path from, Path to) throws IOException {
-        try (Stream<Path> files = Files.walk(from)) {
-            for (Path file : files.collect(Collectors.toList())) {
-                Path target = to.resolve(from.relativize(file).toString());
-                if (Files.isDirectory(file)) {
-                    Files.createDirectories(target);
-                } else {
-                    Files.copy(file, target);
-                }
-            }
-        }
+        assertThat(to).doesNotExist();
+        FileUtils.copy(
+                new org.apache.flink.core.fs.Path(from.toUri()),
+                new org.apache.flink.core.fs.Path(to.toUri()),
+                false);
     }
 }
