@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::lsm::column_family::ColumnFamilyId;
 use crate::lsm::key::SeqNo;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::TableProperties;
@@ -240,7 +241,12 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
         ManifestData { last_seq: r.u64()?, next_file_number: r.u64()?, ..Default::default() };
     for _ in 0..r.u32()? {
         let name = r.string()?;
-        data.column_families.push((name, r.u32()?));
+        let id = r.u32()?;
+        // No family gets the last id (`id_for_name`): every family's keys end before a successor.
+        if id == ColumnFamilyId::MAX {
+            return Err(bad(12, "column family id out of range"));
+        }
+        data.column_families.push((name, id));
     }
     let mut tombstones = Vec::new();
     for _ in 0..r.u32()? {
