@@ -1,7 +1,8 @@
 //! Failpoints, for tests only (cargo feature `failpoints`, never in the jar's library): named
 //! places in engine work that panic when armed, so that tests (Rust, and Java through the
 //! test-only `org.forstrs.jni.Failpoints`) can check that a panicking flush, compaction or write
-//! (on the caller's thread) fails the database instead of hanging it or letting it go on. An
+//! (on the caller's thread) fails the database instead of hanging it or letting it go on; and
+//! one that silently loses a put, so that a test can show that it notices a lost update. An
 //! unarmed point costs one relaxed atomic load.
 //!
 //! Arming is process-wide (every open database reaches the same points), so tests that arm one
@@ -30,13 +31,25 @@ impl Failpoint {
         }
     }
 
+    /// Whether the point fires here (counting one of its times down), for a point that changes
+    /// what the engine does instead of panicking; otherwise one relaxed load.
+    #[inline]
+    pub(crate) fn fires(&self) -> bool {
+        self.remaining.load(Ordering::Relaxed) != 0 && self.take()
+    }
+
     #[cold]
     fn fire(&self) {
-        let took =
-            self.remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-        if took.is_ok() {
+        if self.take() {
             panic!("{}", panic_message(self.name));
         }
+    }
+
+    #[cold]
+    fn take(&self) -> bool {
+        self.remaining
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
     }
 }
 
@@ -49,9 +62,13 @@ pub(crate) static COMPACTION: Failpoint = Failpoint::new("compaction");
 /// In a write, on the caller's thread under the writer lock, before the batch is applied.
 pub(crate) static WRITE: Failpoint = Failpoint::new("write");
 
-static ALL: [&Failpoint; 3] = [&FLUSH, &COMPACTION, &WRITE];
+/// In a write, for each put: the put is left out of the memtable and the write still succeeds
+/// (the mutation tests' lost update).
+pub(crate) static DROP_PUT: Failpoint = Failpoint::new("drop-put");
 
-/// Makes the point `name` panic the next `times` times it is reached (0 disarms it).
+static ALL: [&Failpoint; 4] = [&FLUSH, &COMPACTION, &WRITE, &DROP_PUT];
+
+/// Makes the point `name` fire the next `times` times it is reached (0 disarms it).
 pub fn arm(name: &str, times: u32) -> Result<()> {
     let point = ALL.iter().find(|p| p.name == name).ok_or_else(|| {
         let names: Vec<_> = ALL.iter().map(|p| p.name).collect();
@@ -80,6 +97,15 @@ mod tests {
             assert_eq!(panicked.downcast_ref::<String>().unwrap(), &panic_message("test-only"));
         }
         POINT.hit();
+    }
+
+    #[test]
+    fn an_armed_point_fires_the_given_number_of_times_then_not() {
+        static POINT: Failpoint = Failpoint::new("test-only-fires");
+        assert!(!POINT.fires());
+        POINT.remaining.store(2, Ordering::Release);
+        assert!(POINT.fires() && POINT.fires());
+        assert!(!POINT.fires());
     }
 
     #[test]

@@ -58,6 +58,12 @@ impl DbInner {
             seq += 1;
             match op {
                 BatchOp::Write { kind, key, value } => {
+                    #[cfg(feature = "failpoints")]
+                    if *kind == crate::lsm::key::ValueKind::Put
+                        && crate::lsm::failpoints::DROP_PUT.fires()
+                    {
+                        continue;
+                    }
                     mem.insert(&batch.data[key.clone()], seq, *kind, &batch.data[value.clone()])
                 }
                 BatchOp::DeleteRange { start, end } => mem.add_tombstone(RangeTombstone {

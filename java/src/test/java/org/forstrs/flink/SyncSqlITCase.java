@@ -37,7 +37,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -295,54 +294,6 @@ class SyncSqlITCase {
             keyed.add(name + (async ? " async" : ""));
         }
         return keyed;
-    }
-
-    /**
-     * Applies a changelog to a multiset of rows: +I and +U add a row, -U and -D remove one that
-     * must be there. Plain Java, fed by {@link InJvmRowSink} (parallelism 1).
-     */
-    static final class MaterializedTable implements Consumer<Row> {
-        private final Map<List<Object>, Integer> rows = new HashMap<>();
-        private final List<String> violations = new ArrayList<>();
-        private long changes;
-
-        @Override
-        public synchronized void accept(Row row) {
-            changes++;
-            List<Object> fields = new ArrayList<>(row.getArity());
-            for (int f = 0; f < row.getArity(); f++) {
-                fields.add(row.getField(f));
-            }
-            switch (row.getKind()) {
-                case INSERT:
-                case UPDATE_AFTER:
-                    rows.merge(fields, 1, Integer::sum);
-                    break;
-                default:
-                    Integer count = rows.get(fields);
-                    if (count == null) {
-                        if (violations.size() < 10) {
-                            violations.add(row.getKind().shortString() + " of absent " + fields);
-                        }
-                    } else if (count == 1) {
-                        rows.remove(fields);
-                    } else {
-                        rows.put(fields, count - 1);
-                    }
-            }
-        }
-
-        synchronized Map<List<Object>, Integer> rows() {
-            return new HashMap<>(rows);
-        }
-
-        synchronized List<String> violations() {
-            return new ArrayList<>(violations);
-        }
-
-        synchronized long changes() {
-            return changes;
-        }
     }
 
     private static final Map<String, MaterializedTable> TABLES = new ConcurrentHashMap<>();

@@ -3,18 +3,11 @@ package org.forstrs.flink.bench;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.MemorySize;
-import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 import org.forstrs.fs.bench.SlowFsCounters;
 
-import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -43,27 +36,7 @@ public final class CompareForStJob {
         long records = Long.parseLong(options.getOrDefault("records", "2000000"));
         long keys = Long.parseLong(options.getOrDefault("keys", "1000000"));
         int parallelism = Integer.parseInt(options.getOrDefault("parallelism", "2"));
-        String dir = options.get("dir");
-        Path localDir = Path.of(options.get("local-dir"));
-        Files.createDirectories(localDir);
-
-        Configuration config = new Configuration();
-        String backend = options.getOrDefault("backend", "forst");
-        config.set(StateBackendOptions.STATE_BACKEND, backend);
-        switch (backend) {
-            case "forst" -> {
-                config.setString("state.backend.forst.primary-dir", dir);
-                config.setString("state.backend.forst.local-dir", localDir.toString());
-            }
-            case "rocksdb" -> config.setString("state.backend.rocksdb.localdir", localDir.toString());
-            case "hashmap" -> {}
-            default ->
-                    throw new IllegalArgumentException(
-                            "--backend: forst, rocksdb or hashmap, not " + backend);
-        }
-        config.set(
-                TaskManagerOptions.MANAGED_MEMORY_SIZE,
-                MemorySize.parse(options.getOrDefault("managed-memory", "32m")));
+        Configuration config = BenchArgs.backendConfig(options);
         long checkpointMillis = Long.parseLong(options.getOrDefault("checkpoint-interval", "0"));
         if (checkpointMillis > 0) {
             config.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, options.get("checkpoint-dir"));
@@ -72,7 +45,6 @@ public final class CompareForStJob {
                     CheckpointingOptions.CHECKPOINTING_INTERVAL,
                     Duration.ofMillis(checkpointMillis));
         }
-        BenchArgs.copyForStOptions(options, config);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
         String job = options.getOrDefault("job", "wordcount");
@@ -86,9 +58,9 @@ public final class CompareForStJob {
         double seconds = result.getNetRuntime(TimeUnit.MILLISECONDS) / 1000.0;
         System.out.printf("records/s: %.0f%n", records / seconds);
         System.out.printf("job seconds: %.2f%n", seconds);
-        System.out.printf("cpu seconds: %.2f%n", cpuNanos() / 1e9);
+        System.out.printf("cpu seconds: %.2f%n", ProcessStats.cpuNanos() / 1e9);
         System.out.printf("checkpoints: %d%n", CheckpointCounter.completed());
-        System.out.printf("peak rss MiB: %.0f%n", peakRssKib() / 1024.0);
+        System.out.printf("peak rss MiB: %.0f%n", ProcessStats.peakRssKib() / 1024.0);
         System.out.printf("slowfs: %s%n", SlowFsCounters.summary());
         System.out.printf("slowfs opens: %d%n", SlowFsCounters.opens());
         System.out.printf("slowfs reads: %d%n", SlowFsCounters.reads());
@@ -97,26 +69,5 @@ public final class CompareForStJob {
         // Flink's ForSt leaves a native thread attached as a non-daemon thread, which keeps the
         // JVM alive after main returns.
         System.exit(0);
-    }
-
-    private static long cpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean)
-                        ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime();
-    }
-
-    /** VmHWM of this process (Linux), in KiB; 0 where /proc does not tell. */
-    private static long peakRssKib() throws java.io.IOException {
-        Path status = Path.of("/proc/self/status");
-        if (!Files.exists(status)) {
-            return 0;
-        }
-        List<String> lines = Files.readAllLines(status);
-        for (String line : lines) {
-            if (line.startsWith("VmHWM:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", ""));
-            }
-        }
-        return 0;
     }
 }

@@ -1,0 +1,20 @@
+-- Channel statistics per day: as q15, per channel, with the last minute of the day seen.
+-- State: a GROUP BY per channel and day with COUNT DISTINCT (map state).
+SELECT
+    channel,
+    DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') AS `day`,
+    MAX(DATE_FORMAT(`dateTime`, 'HH:mm')) AS `minute`,
+    COUNT(*) AS total_bids,
+    COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
+    COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+    COUNT(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
+    COUNT(DISTINCT bidder) AS total_bidders,
+    COUNT(DISTINCT bidder) FILTER (WHERE price < 10000) AS rank1_bidders,
+    COUNT(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bidders,
+    COUNT(DISTINCT bidder) FILTER (WHERE price >= 1000000) AS rank3_bidders,
+    COUNT(DISTINCT auction) AS total_auctions,
+    COUNT(DISTINCT auction) FILTER (WHERE price < 10000) AS rank1_auctions,
+    COUNT(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
+    COUNT(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
+FROM bid
+GROUP BY channel, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd')
