@@ -13,12 +13,13 @@
 # SQL operators use async state on ForSt-RS and Flink's ForSt and synchronous state on the others.
 # Prints each run, then per query the medians of events/s and each subject's ratio to RocksDB, and
 # the geometric means over the stateful queries (every query but q0, the pass-through baseline).
-# Defaults: EVENTS (2000000), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
+# Defaults: EVENTS (1000000: a round of every query on every subject takes about half an hour
+# on 2 cores), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
 # PARALLELISM (2), CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500).
 # Results: bench-results/nexmark/ (events/s, CPU seconds and peak RSS per round; charts per storage).
 source "$(dirname "$0")/lib/bench-jvm.sh" nexmark
 rounds=${ROUNDS:-2}
-events=${EVENTS:-2000000}
+events=${EVENTS:-1000000}
 managed=${MANAGED:-32m}
 parallelism=${PARALLELISM:-2}
 cache_size=${CACHE_SIZE:-1gb}

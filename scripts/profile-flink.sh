@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Profiles one Flink-level benchmark run (CompareForStJob: the async word count or the window job)
-# with async-profiler 2.9 (from Flink's test class path, as a JVM agent; CPU time by interval
-# timer, so it needs no perf events): where the process's CPU goes, per thread group (task
-# threads, our executor threads, the engine's background threads, JIT, GC) and per frame (self
-# and total), Java and native frames together. The collapsed stacks stay in PROFILE_OUT for a
-# flame graph.
+# Profiles one Flink-level benchmark run (CompareForStJob: the async word count or the window job;
+# NexmarkJob for JOB=nexmark-<query>, RECORDS events) with async-profiler 2.9 (from Flink's test
+# class path, as a JVM agent; CPU time by interval timer, so it needs no perf events): where the
+# process's CPU goes, per thread group (task threads, our executor threads, the engine's background
+# threads, JIT, GC) and per frame (self and total), Java and native frames together. The collapsed
+# stacks stay in PROFILE_OUT for a flame graph.
 #   scripts/profile-flink.sh [subject]    subject: ours-local (default), rocksdb, hashmap
 # Extra job arguments (e.g. --state.backend.forst.executor.inline-coordinator false): after the
 # subject. Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
@@ -40,10 +40,17 @@ mkdir -p "$work/state"
 agent="$work/linux-x64/libasyncProfiler.so=start,event=itimer,interval=${INTERVAL_US:-1000}us"
 agent+=",cstack=${CSTACK:-dwarf},threads,collapsed,file=$out"
 records=${RECORDS:-3000000}
-run=$("$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
-    --job "${JOB:-wordcount}" "${args[@]}" --local-dir "$work/local" --keys "${KEYS:-1000000}" \
-    --records "$records" --parallelism "${PARALLELISM:-2}" \
-    --managed-memory "${MANAGED_MEMORY:-32m}" "${EXTRA_ARGS[@]}" | grep -E '^(records/s|cpu seconds|peak rss)')
+job=${JOB:-wordcount}
+if [[ $job == nexmark-* ]]; then
+    main=(org.forstrs.flink.bench.NexmarkJob --query "${job#nexmark-}" --events "$records")
+else
+    main=(org.forstrs.flink.bench.CompareForStJob --job "$job" --keys "${KEYS:-1000000}"
+        --records "$records")
+fi
+run=$("$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" "${main[@]}" "${args[@]}" \
+    --local-dir "$work/local" --parallelism "${PARALLELISM:-2}" \
+    --managed-memory "${MANAGED_MEMORY:-32m}" "${EXTRA_ARGS[@]}" |
+    grep -E '^(records/s|events/s|cpu seconds|peak rss)')
 echo "$run"
 cpu=$(awk '/^cpu seconds:/ {print $NF}' <<<"$run")
 python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}" "$cpu" "$records"

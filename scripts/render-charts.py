@@ -330,6 +330,36 @@ def simple_ratios(name, title, r, label, series_of=None, subtitle="",
     return {name: ratio_chart(title, subtitle, cats, series or [""], axis)}
 
 
+def chart_nexmark(r):
+    """Per storage, each query's events/s against Flink's RocksDB on local disk, one series per
+    backend on that storage, with the geometric means over the stateful queries last."""
+    storages = [("nexmark-local.svg", "local disk", ["ours-local", "forst-local", "hashmap"]),
+                ("nexmark-slow.svg", "slow FS with the disk cache",
+                 ["ours-slow-cache", "forst-slow-cache"])]
+    out = {}
+    for name, storage, subjects in storages:
+        # per query against "Flink's RocksDB, local disk"; the geometric means against "rocksdb"
+        ms = [m for m in r["measurements"] if m.get("subject") in subjects
+              and m["name"].endswith("events/s")
+              and m["baseline"]["name"] in ("Flink's RocksDB, local disk", "rocksdb")]
+        series = [s for s in subjects if any(m["subject"] == s for m in ms)]
+        if not series:
+            continue
+        cats, index = [], {}
+        for m in ms:
+            label = m["labels"]["query"]
+            if label not in index:
+                index[label] = len(cats)
+                cats.append((label, [None] * len(series), [None] * len(series)))
+            s = series.index(m["subject"])
+            cats[index[label]][1][s] = m["ratio"]
+            cats[index[label]][2][s] = whisker(m)
+        out[name] = ratio_chart(
+            f"Nexmark on {storage}: events/s against Flink's RocksDB", run_line(r), cats, series,
+            "events/s / Flink's RocksDB on local disk (> 1: faster)")
+    return out
+
+
 def charts(runs):
     makers = {
         "scale": chart_scale,
@@ -359,6 +389,7 @@ def charts(runs):
         "sync": lambda r: simple_ratios(
             "sync.svg", "Synchronous state (State V1): ForSt-RS vs Flink's RocksDB", r,
             lambda m: m["name"], subtitle="whisker: the rounds' range"),
+        "nexmark": chart_nexmark,
         "timers": lambda r: simple_ratios(
             "timers.svg", "Timers: ForSt-RS vs Flink's RocksDB timers", r,
             lambda m: m["labels"]["phase"], lambda m: m["subject"]),
@@ -463,7 +494,7 @@ def block(name, result, chart_names):
 def page(runs, chart_files, current):
     """The page with each benchmark's generated block replaced."""
     owners = {}
-    makers_of = {"scale": ["scale-cost.svg"],
+    makers_of = {"scale": ["scale-cost.svg"], "nexmark": ["nexmark-local.svg", "nexmark-slow.svg"],
                  "checkpoint": ["checkpoint-restore.svg"]}
     for name in runs:
         owners[name] = makers_of.get(name, [f"{name}.svg"])

@@ -17,6 +17,8 @@ jar=$(ls java/target/forstjni-*.jar | head -1)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/forst-rs-bench-$1.XXXXXX")
 bench_scratch+=("$work")
+# bench-results.sh (benchmarks) removes the scratch on exit; the other scripts here do it now
+[[ -n ${BENCH_MEASUREMENTS:-} ]] || trap 'rm -rf "${bench_scratch[@]}"' EXIT
 results=$work/results.txt
 
 # value <name> <output>: the value of "<name>: <value>" in a run's output

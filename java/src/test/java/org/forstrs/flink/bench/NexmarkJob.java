@@ -26,7 +26,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Arguments: those of {@link BenchArgs#backendConfig}, {@code --query}, {@code --events}
  * (1000000), {@code --parallelism} (2), {@code --seed} (0), {@code --events-per-second} of event
- * time (1000).
+ * time (1000), {@code --state-size true} (ForSt-RS only: also print the state it held at the end,
+ * {@link StateSizeReporter}).
  */
 public final class NexmarkJob {
 
@@ -43,6 +44,10 @@ public final class NexmarkJob {
                 Boolean.parseBoolean(
                         options.getOrDefault("async-state", Boolean.toString(forst)));
         config.set(ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, asyncState);
+        boolean stateSize = Boolean.parseBoolean(options.getOrDefault("state-size", "false"));
+        if (stateSize) {
+            StateSizeReporter.configure(config);
+        }
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(parallelism, config);
         StreamTableEnvironment tables = StreamTableEnvironment.create(env);
@@ -70,6 +75,9 @@ public final class NexmarkJob {
         System.out.printf("job seconds: %.2f%n", seconds);
         System.out.printf("cpu seconds: %.2f%n", ProcessStats.cpuNanos() / 1e9);
         System.out.printf("peak rss MiB: %.0f%n", ProcessStats.peakRssKib() / 1024.0);
+        if (stateSize) {
+            System.out.printf("state MiB at end: %.1f%n", StateSizeReporter.bytes() / 1048576.0);
+        }
         System.out.flush();
         // Flink's ForSt leaves a native thread attached as a non-daemon thread, which keeps the
         // JVM alive after main returns.
