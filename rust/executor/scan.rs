@@ -3,9 +3,9 @@
 
 use std::ops::Bound;
 
-use crate::Result;
 use crate::lsm::column_family::prefix_successor;
 use crate::lsm::{Db, DbIterator};
+use crate::{Error, Result};
 
 use super::batch_writes::BatchWrites;
 use super::wire::Request;
@@ -43,6 +43,11 @@ impl<'w, 'a> BatchScan<'w, 'a> {
             // step over every entry deleted before the resume key (fired timers, removed map
             // entries), so each chunk of a long scan would cost more than the last.
             Some(resume_after) => {
+                // A chunk resumes after the last key it returned, which lies under the prefix;
+                // anything else is bad input (and would invert the range of the batch's writes).
+                if !resume_after.starts_with(prefix) {
+                    return Err(Error::invalid("scan resume key outside the scanned prefix"));
+                }
                 let mut store = db.iter(&request.cf, Some(start_key(request)), end.as_deref())?;
                 if store.valid() && store.key() == resume_after {
                     store.advance()?;
