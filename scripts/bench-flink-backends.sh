@@ -78,11 +78,7 @@ run() {
 }
 
 for ((round = 1; round <= rounds; round++)); do
-    order=("${subjects[@]}")
-    if ((round % 2 == 0)); then
-        order=()
-        for ((i = ${#subjects[@]} - 1; i >= 0; i--)); do order+=("${subjects[i]}"); done
-    fi
+    mapfile -t order < <(round_order "$round" "${subjects[@]}")
     echo "==> round $round of $rounds" >&2
     for size in "${sizes[@]}"; do
         IFS=: read -r keys managed records <<<"$size"
@@ -92,9 +88,6 @@ for ((round = 1; round <= rounds; round++)); do
     done
 done
 
-ratio() {
-    awk -v o="$1" -v t="$2" 'BEGIN {if (t > 0) printf "%.2f", o / t; else print "-"}'
-}
 echo
 echo "$job_name, parallelism $parallelism; slowfs $slow_open us per open, $slow_read us per read;" \
     "disk cache $cache_size; medians of $rounds rounds"

@@ -65,11 +65,7 @@ run() {
 }
 
 for ((round = 1; round <= rounds; round++)); do
-    order=("${subjects[@]}")
-    if ((round % 2 == 0)); then
-        order=()
-        for ((i = ${#subjects[@]} - 1; i >= 0; i--)); do order+=("${subjects[i]}"); done
-    fi
+    mapfile -t order < <(round_order "$round" "${subjects[@]}")
     echo "==> round $round of $rounds" >&2
     for query in "${queries[@]}"; do
         for subject in "${order[@]}"; do
@@ -112,7 +108,7 @@ for query in "${queries[@]}"; do
         rate=$(median 3 "$subject" "$query")
         line+=" $rate |"
         [[ $subject == rocksdb ]] ||
-            line+=" $(awk -v o="$rate" -v t="$base" 'BEGIN {if (t > 0) printf "%.2f", o / t; else print "-"}') |"
+            line+=" $(ratio "$rate" "$base") |"
     done
     echo "$line"
 done

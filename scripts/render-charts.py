@@ -342,21 +342,11 @@ def chart_nexmark(r):
         ms = [m for m in r["measurements"] if m.get("subject") in subjects
               and m["name"].endswith("events/s")
               and m["baseline"]["name"] in ("Flink's RocksDB, local disk", "rocksdb")]
-        series = [s for s in subjects if any(m["subject"] == s for m in ms)]
-        if not series:
-            continue
-        cats, index = [], {}
-        for m in ms:
-            label = m["labels"]["query"]
-            if label not in index:
-                index[label] = len(cats)
-                cats.append((label, [None] * len(series), [None] * len(series)))
-            s = series.index(m["subject"])
-            cats[index[label]][1][s] = m["ratio"]
-            cats[index[label]][2][s] = whisker(m)
-        out[name] = ratio_chart(
-            f"Nexmark on {storage}: events/s against Flink's RocksDB", run_line(r), cats, series,
-            "events/s / Flink's RocksDB on local disk (> 1: faster)")
+        if ms:
+            out.update(simple_ratios(
+                name, f"Nexmark on {storage}: events/s against Flink's RocksDB",
+                dict(r, measurements=ms), lambda m: m["labels"]["query"], lambda m: m["subject"],
+                axis="events/s / Flink's RocksDB on local disk (> 1: faster)"))
     return out
 
 

@@ -4,7 +4,7 @@
 # script shares. After sourcing: $java, $classpath (test class path), $jar (forstjni), $work (a
 # temporary directory removed on exit) and $results (a file of result rows, one per run), with
 # bench_param, bench_measure and bench_write (bench-results.sh) for the result file, and value,
-# rounds, median and measure_rounds below.
+# rounds, median, ratio, round_order and measure_rounds below.
 #   source scripts/lib/bench-jvm.sh <name>
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -45,6 +45,19 @@ median() {
     values=$(rounds "$@" | sort -g)
     n=$(wc -l <<<"$values")
     sed -n "$(((n + 1) / 2))p" <<<"$values"
+}
+
+# ratio <ours> <baseline>: ours / baseline with two decimals ("-" without a baseline)
+ratio() {
+    awk -v o="$1" -v t="$2" 'BEGIN {if (t > 0) printf "%.2f", o / t; else print "-"}'
+}
+
+# round_order <round> <subject>...: the subjects, one per line, in reverse order in even rounds (so
+# interleaved rounds do not always run a subject right after the same other one)
+round_order() {
+    local round=$1
+    shift
+    if ((round % 2 == 0)); then printf '%s\n' "$@" | tac; else printf '%s\n' "$@"; fi
 }
 
 # measure_rounds <name> <unit> <higher|lower> <column> <baseline name> <our keys> -- <baseline keys>
