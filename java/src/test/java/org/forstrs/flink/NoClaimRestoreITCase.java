@@ -87,12 +87,19 @@ class NoClaimRestoreITCase {
         List<Path> ssts = ssts(new Path(savepoint));
         assertThat(ssts).as("SSTs of the savepoint").isNotEmpty();
         Configuration restored = noClaimWithoutRestarts();
-        // No checkpoint before the job reads its state.
+        // No checkpoint before the job reads its state: Flink draws the first checkpoint's delay
+        // between the minimum pause and the interval, so both are an hour. (A checkpoint would
+        // fail too, copying the deleted files, but the job's failure would then only say that a
+        // checkpoint failed.)
         restored.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofHours(1));
-        JobClient second = RescaleITCase.submit(restored, savepoint, 2, run, Long.MAX_VALUE);
+        restored.set(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS, Duration.ofHours(1));
+        // The input waits until the files are gone, so every key the job reads is read after.
+        JobClient second =
+                RescaleITCase.submit(restored, savepoint, 2, run, RescaleITCase.RECORDS / 2);
         for (Path sst : ssts) {
             sst.getFileSystem().delete(sst, false);
         }
+        PacedSequence.release(run);
         assertThatThrownBy(() -> second.getJobExecutionResult().get())
                 .isInstanceOf(ExecutionException.class)
                 .satisfies(
