@@ -17,7 +17,8 @@
 # and their ratios to RocksDB (records/s: > 1 is faster; CPU and RSS: < 1 is less).
 # Sizes: SIZES, each keys:managed memory:records ("1000000:32m:3000000 10000000:64m:6000000": state
 # about 1x and 10x the managed memory), ROUNDS (3), PARALLELISM (2), CACHE_SIZE (1gb),
-# SLOW_OPEN_US (1500), SLOW_READ_US (1500).
+# SLOW_OPEN_US (1500), SLOW_READ_US (1500), HEAP and HASHMAP_HEAP (each JVM's fixed heap, as a
+# TaskManager's: lib/bench-jvm.sh heap_args).
 # Results: bench-results/flink-backends-<JOB>/ (records/s, CPU seconds and peak RSS per round).
 source "$(dirname "$0")/lib/bench-jvm.sh" flink-backends
 rounds=${ROUNDS:-3}
@@ -59,8 +60,9 @@ run() {
     forst-local) args=(--dir "file://$work/state" "${no_cache[@]}") ;;
     *) echo "bench-flink-backends: unknown subject $subject" >&2; exit 1 ;;
     esac
-    out=$("$java" -Dslowfs.open-delay-us="$slow_open" -Dslowfs.read-delay-us="$slow_read" \
-        -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${args[@]}" \
+    # shellcheck disable=SC2046 # heap_args prints two JVM options
+    out=$("$java" $(heap_args "$subject") -Dslowfs.open-delay-us="$slow_open" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${args[@]}" \
         --local-dir "$work/local" --keys "$keys" --records "$records" \
         --parallelism "$parallelism" --managed-memory "$managed" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -106,6 +108,7 @@ for size in "${sizes[@]}"; do
 done
 
 bench_param job="$job" sizes="${sizes[*]}" parallelism="$parallelism" cache_size="$cache_size" \
+    heap="${HEAP:-512m}" hashmap_heap="${HASHMAP_HEAP:-4g}" \
     slow_open_us="$slow_open" slow_read_us="$slow_read" rounds="$rounds" subjects="${subjects[*]}"
 for size in "${sizes[@]}"; do
     IFS=: read -r keys managed records <<<"$size"

@@ -21,7 +21,8 @@
 # checkpoints the checkpoints completed (ours / Flink's).
 # Sizes: ROUNDS (3), KEYS (1000000), RECORDS (2000000), PARALLELISM (2), MANAGED_MEMORY (32m),
 # CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), CHECKPOINT_MS (2000); CONFIGS
-# (default "local-off local-on slow-off slow-on local-cp").
+# (default "local-off local-on slow-off slow-on local-cp"); HEAP (each JVM's fixed heap, as a
+# TaskManager's: lib/bench-jvm.sh heap_args).
 # Results: bench-results/flink-forst-<JOB>/ (records/s, CPU seconds and peak RSS per round).
 source "$(dirname "$0")/lib/bench-jvm.sh" flink-forst
 rounds=${ROUNDS:-3}
@@ -65,8 +66,9 @@ run() {
         --state.backend.forst.cache.reserve-size 0)
     [[ $cache == on ]] && cache_args=(--state.backend.forst.cache.dir "$work/cache"
         --state.backend.forst.cache.size-based-limit "$cache_size")
-    out=$("$java" -Dslowfs.open-delay-us="$slow_open" -Dslowfs.read-delay-us="$slow_read" \
-        -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${checkpoint_args[@]}" \
+    # shellcheck disable=SC2046 # heap_args prints two JVM options
+    out=$("$java" $(heap_args "$backend") -Dslowfs.open-delay-us="$slow_open" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${checkpoint_args[@]}" \
         --dir "$dir" --local-dir "$work/local" --keys "$keys" --records "$records" \
         --parallelism "$parallelism" --managed-memory "$managed" "${cache_args[@]}" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -125,7 +127,7 @@ fi
 
 bench_param job="$job" keys="$keys" records="$records" parallelism="$parallelism" \
     managed_memory="$managed" cache_size="$cache_size" slow_open_us="$slow_open" \
-    slow_read_us="$slow_read" checkpoint_ms="$checkpoint_ms" rounds="$rounds"
+    slow_read_us="$slow_read" checkpoint_ms="$checkpoint_ms" rounds="$rounds" heap="${HEAP:-512m}"
 for config in "${configs[@]}"; do
     labels=(--label config="$config" --label storage="${config%-*}" --label caches="${config#*-}")
     measure_rounds "$config: records/s" records/s higher 3 "Flink's ForSt" ours "$config" -- \

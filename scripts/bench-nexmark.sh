@@ -15,7 +15,8 @@
 # the geometric means over the stateful queries (every query but q0, the pass-through baseline).
 # Defaults: EVENTS (1000000: a round of every query on every subject takes about half an hour
 # on 2 cores), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
-# PARALLELISM (2), CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500).
+# PARALLELISM (2), CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), HEAP and
+# HASHMAP_HEAP (each JVM's fixed heap, as a TaskManager's: lib/bench-jvm.sh heap_args).
 # Results: bench-results/nexmark/ (events/s, CPU seconds and peak RSS per round; charts per storage).
 source "$(dirname "$0")/lib/bench-jvm.sh" nexmark
 rounds=${ROUNDS:-2}
@@ -46,8 +47,9 @@ run() {
     hashmap) args=(--backend hashmap) ;;
     *) echo "bench-nexmark: unknown subject $subject" >&2; exit 1 ;;
     esac
-    out=$("$java" -Dslowfs.open-delay-us="$slow_open" -Dslowfs.read-delay-us="$slow_read" \
-        -cp "$cp" org.forstrs.flink.bench.NexmarkJob --query "$query" "${args[@]}" \
+    # shellcheck disable=SC2046 # heap_args prints two JVM options
+    out=$("$java" $(heap_args "$subject") -Dslowfs.open-delay-us="$slow_open" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.NexmarkJob --query "$query" "${args[@]}" \
         --local-dir "$work/local" --events "$events" --parallelism "$parallelism" \
         --managed-memory "$managed" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -116,7 +118,7 @@ echo
 
 bench_param events="$events" managed="$managed" parallelism="$parallelism" cache_size="$cache_size" \
     slow_open_us="$slow_open" slow_read_us="$slow_read" rounds="$rounds" subjects="${subjects[*]}" \
-    queries="${queries[*]}"
+    queries="${queries[*]}" heap="${HEAP:-512m}" hashmap_heap="${HASHMAP_HEAP:-4g}"
 for query in "${queries[@]}"; do
     for subject in "${subjects[@]}"; do
         [[ $subject == rocksdb ]] && continue

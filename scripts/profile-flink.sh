@@ -9,7 +9,7 @@
 # Extra job arguments (e.g. --state.backend.forst.executor.inline-coordinator false): after the
 # subject. Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
 # (wordcount), INTERVAL_US (1000), TOP (40), CSTACK (dwarf: native frames unwound from .eh_frame;
-# the library has no frame pointers); PROFILE_OUT (bench-results/profiles/<subject>.collapsed).
+# the library has no frame pointers), HEAP (lib/bench-jvm.sh heap_args); PROFILE_OUT (bench-results/profiles/<subject>.collapsed).
 source "$(dirname "$0")/lib/bench-jvm.sh" profile
 subject=${1:-ours-local}
 EXTRA_ARGS=("${@:2}")
@@ -47,7 +47,8 @@ else
     main=(org.forstrs.flink.bench.CompareForStJob --job "$job" --keys "${KEYS:-1000000}"
         --records "$records")
 fi
-run=$("$java" -agentpath:"$agent" "${jvm_args[@]}" -cp "$cp" "${main[@]}" "${args[@]}" \
+# shellcheck disable=SC2046 # heap_args prints two JVM options
+run=$("$java" -agentpath:"$agent" $(heap_args "$subject") "${jvm_args[@]}" -cp "$cp" "${main[@]}" "${args[@]}" \
     --local-dir "$work/local" --parallelism "${PARALLELISM:-2}" \
     --managed-memory "${MANAGED_MEMORY:-32m}" "${EXTRA_ARGS[@]}" |
     grep -E '^(records/s|events/s|cpu seconds|peak rss)')
