@@ -24,3 +24,12 @@ pub use error::{Error, ErrorKind, Result};
 
 /// Git revision this library was built from.
 pub const BUILD_REVISION: &str = env!("FORST_GIT_REV");
+
+// Other global allocators than glibc's malloc, measured by scripts/bench-allocators.sh; the jar's
+// library keeps glibc's (docs/benchmarks.md, "Native allocator").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -392,6 +392,10 @@ def charts(runs):
             lambda m: f"{m['labels']['op']}, {m['labels']['deletes']:,} deletes", lambda m: m["labels"]["place"],
             subtitle="median of turns (whisker: their range)",
             axis="rate with range deletes / rate without (1.0: no cost)"),
+        "allocators": lambda r: simple_ratios(
+            "allocators.svg", "The native library's allocator vs glibc's malloc", r,
+            lambda m: m["name"].split(": ")[1], lambda m: m["subject"],
+            subtitle="Flink word count, local directory (> 1: better than glibc)"),
         "scale-turns": lambda r: simple_ratios(
             "scale-turns.svg", "Engine reads in turns: ours vs rust-rocksdb", r,
             lambda m: f"{keys_text(m['labels']['keys'])} keys", lambda m: m["name"].split(",")[0],
