@@ -395,7 +395,7 @@ def charts(runs):
         "allocators": lambda r: simple_ratios(
             "allocators.svg", "The native library's allocator vs glibc's malloc", r,
             lambda m: m["name"].split(": ")[1], lambda m: m["subject"],
-            subtitle="Flink word count, local directory (> 1: better than glibc)"),
+            subtitle="Flink word count, local directory", axis="the allocator / glibc (> 1: the allocator better)"),
         "scale-turns": lambda r: simple_ratios(
             "scale-turns.svg", "Engine reads in turns: ours vs rust-rocksdb", r,
             lambda m: f"{keys_text(m['labels']['keys'])} keys", lambda m: m["name"].split(",")[0],
