@@ -3,17 +3,21 @@
 # NexmarkJob for JOB=nexmark-<query>, RECORDS events) with async-profiler 2.9 (from Flink's test
 # class path, as a JVM agent; CPU time by interval timer, so it needs no perf events): where the
 # process's CPU goes, per thread group (task threads, our executor threads, the engine's background
-# threads, JIT, GC) and per frame (self and total), Java and native frames together. The collapsed
-# stacks stay in PROFILE_OUT for a flame graph.
+# threads, JIT, GC) and per frame (self and total), Java and native frames together. EVENT=alloc
+# profiles the Java heap's allocations instead: bytes per record, by whose code, class and site.
+# The collapsed stacks stay in PROFILE_OUT for a flame graph.
 #   scripts/profile-flink.sh [subject]    subject: ours-local (default), rocksdb, hashmap
 # Extra job arguments (e.g. --state.backend.forst.executor.inline-coordinator false): after the
 # subject. Sizes: KEYS (1000000), RECORDS (3000000), PARALLELISM (2), MANAGED_MEMORY (32m), JOB
 # (wordcount), INTERVAL_US (1000), TOP (40), CSTACK (dwarf: native frames unwound from .eh_frame;
-# the library has no frame pointers), HEAP (lib/bench-jvm.sh heap_args); PROFILE_OUT (bench-results/profiles/<subject>.collapsed).
+# the library has no frame pointers), HEAP (lib/bench-jvm.sh heap_args); PROFILE_OUT
+# (bench-results/profiles/<subject>-<job>[-alloc].collapsed).
 source "$(dirname "$0")/lib/bench-jvm.sh" profile
 subject=${1:-ours-local}
 EXTRA_ARGS=("${@:2}")
-out=${PROFILE_OUT:-bench-results/profiles/$subject-${JOB:-wordcount}.collapsed}
+suffix=
+[[ ${EVENT:-cpu} == alloc ]] && suffix=-alloc
+out=${PROFILE_OUT:-bench-results/profiles/$subject-${JOB:-wordcount}$suffix.collapsed}
 mkdir -p "$(dirname "$out")"
 out=$(realpath -m "$out")
 
@@ -37,8 +41,12 @@ rocksdb | hashmap) args=(--backend "$subject") ;;
 *) echo "profile-flink: subject is ours-local, rocksdb or hashmap, not $subject" >&2; exit 1 ;;
 esac
 mkdir -p "$work/state"
-agent="$work/linux-x64/libasyncProfiler.so=start,event=itimer,interval=${INTERVAL_US:-1000}us"
-agent+=",cstack=${CSTACK:-dwarf},threads,collapsed,file=$out"
+agent="$work/linux-x64/libasyncProfiler.so=start,threads,collapsed,file=$out"
+if [[ ${EVENT:-cpu} == alloc ]]; then
+    agent+=",event=alloc,total"
+else
+    agent+=",event=itimer,interval=${INTERVAL_US:-1000}us,cstack=${CSTACK:-dwarf}"
+fi
 records=${RECORDS:-3000000}
 job=${JOB:-wordcount}
 if [[ $job == nexmark-* ]]; then
@@ -54,5 +62,9 @@ run=$("$java" -agentpath:"$agent" $(heap_args "$subject") "${jvm_args[@]}" -cp "
     grep -E '^(records/s|events/s|cpu seconds|peak rss)')
 echo "$run"
 cpu=$(awk '/^cpu seconds:/ {print $NF}' <<<"$run")
-python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}" "$cpu" "$records"
+if [[ ${EVENT:-cpu} == alloc ]]; then
+    python3 scripts/lib/profile_summary.py --alloc "$out" "${TOP:-40}" "$records"
+else
+    python3 scripts/lib/profile_summary.py "$out" "${TOP:-40}" "$cpu" "$records"
+fi
 echo "collapsed stacks: $out"

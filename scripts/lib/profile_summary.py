@@ -1,9 +1,12 @@
 """Summarizes async-profiler's collapsed stacks (with `threads`): the share of samples per thread
 group, the budget of one record (CPU-ns per step, from the run's CPU seconds and records), then
 the frames with the most samples on top of the stack (self) and anywhere in it (total), each as a
-percentage of all samples.
+percentage of all samples. With --alloc the stacks are of allocations counted in bytes (event
+alloc, `total`): bytes allocated per record, by whose code allocated them, and the classes and
+sites that allocate most.
 
     python3 profile_summary.py <file.collapsed> <top> [<cpu seconds> <records>]
+    python3 profile_summary.py --alloc <file.collapsed> <top> <records>
 """
 
 import re
@@ -64,7 +67,67 @@ def frame_name(frame):
     return re.sub(r"_\[[a-z0-9]\]$", "", frame)
 
 
+# Whose code an allocation comes from: the innermost frame that names one of these packages.
+OWNERS = [
+    ("org/forstrs/flink/bench/", "the benchmark's job"),
+    ("org/forstrs/", "ours (Java side of the backend)"),
+    ("org/apache/flink/runtime/asyncprocessing/", "Flink's async state framework"),
+    ("org/apache/flink/core/asyncprocessing/", "Flink's async state framework"),
+    ("org/apache/flink/", "the rest of Flink"),
+]
+
+
+def owner_of(frames):
+    for frame in reversed(frames):
+        for prefix, owner in OWNERS:
+            if frame.startswith(prefix):
+                return owner
+    return "other"
+
+
+def site_of(frames):
+    """The innermost frame outside the JDK: the code that asked for the allocation."""
+    for frame in reversed(frames):
+        if not frame.startswith(("java/", "jdk/", "sun/")):
+            return frame
+    return frames[0] if frames else "?"
+
+
+def allocations(path, top, records):
+    owners, classes, sites = Counter(), Counter(), Counter()
+    total = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            n = int(count)
+            frames = [frame_name(fr) for fr in stack.split(";")[1:]]
+            if not frames:
+                continue
+            total += n
+            owners[owner_of(frames[:-1])] += n
+            classes[frames[-1]] += n
+            sites[(site_of(frames[:-1]), frames[-1])] += n
+    if total == 0:
+        print("no allocations")
+        return
+    print(f"allocated per record: {total / records:.0f} bytes ({total / 1e6:.0f} MB in all)")
+    print("\nby whose code allocated:")
+    for owner, n in owners.most_common():
+        print(f"  {n / records:7.0f} B  {owner}")
+    print(f"\ntop {top} classes:")
+    for name, n in classes.most_common(top):
+        print(f"  {n / records:7.0f} B  {name[:150]}")
+    print(f"\ntop {top} sites (innermost frame outside the JDK, class):")
+    for (site, name), n in sites.most_common(top):
+        print(f"  {n / records:7.0f} B  {site[:110]}  {name[:60]}")
+
+
 def main():
+    if sys.argv[1] == "--alloc":
+        allocations(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        return
     path = sys.argv[1]
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 40
     per_record = None
