@@ -46,7 +46,8 @@ run() {
     mkdir -p "$work/state"
     # shellcheck disable=SC2046 # heap_args prints two JVM options
     out=$(env "${env[@]}" "$java" $(heap_args "$subject") \
-        -Dforstrs.native.library="${libraries[${subject%-purge0}]}" -cp "$jar:java/target/test-classes:$classpath" \
+        -Dforstrs.native.library="${libraries[${subject%-purge0}]}" \
+        -cp "$jar:java/target/test-classes:$classpath" \
         org.forstrs.flink.bench.CompareForStJob --job wordcount --dir "file://$work/state" \
         --state.backend.forst.cache.size-based-limit 0 --state.backend.forst.cache.reserve-size 0 \
         --local-dir "$work/local" --keys "$keys" --records "$records" \
@@ -83,7 +84,7 @@ for subject in "${subjects[@]}"; do
 done
 
 bench_param keys="$keys" records="$records" managed="$managed" parallelism="$parallelism" \
-    rounds="$rounds" subjects="${subjects[*]}" heap="${HEAP:-512m}"
+    rounds="$rounds" subjects="${subjects[*]}" heap="$heap"
 for subject in "${subjects[@]}"; do
     [[ $subject == glibc ]] && continue
     for measure in "records/s:records/s:higher:2" "CPU seconds:s:lower:3" "peak RSS:MiB:lower:4"; do

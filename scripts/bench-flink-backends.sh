@@ -62,7 +62,8 @@ run() {
     esac
     # shellcheck disable=SC2046 # heap_args prints two JVM options
     out=$("$java" $(heap_args "$subject") -Dslowfs.open-delay-us="$slow_open" \
-        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${args[@]}" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+        --job "$job" "${args[@]}" \
         --local-dir "$work/local" --keys "$keys" --records "$records" \
         --parallelism "$parallelism" --managed-memory "$managed" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -108,7 +109,7 @@ for size in "${sizes[@]}"; do
 done
 
 bench_param job="$job" sizes="${sizes[*]}" parallelism="$parallelism" cache_size="$cache_size" \
-    heap="${HEAP:-512m}" hashmap_heap="${HASHMAP_HEAP:-4g}" \
+    heap="$heap" hashmap_heap="$hashmap_heap" \
     slow_open_us="$slow_open" slow_read_us="$slow_read" rounds="$rounds" subjects="${subjects[*]}"
 for size in "${sizes[@]}"; do
     IFS=: read -r keys managed records <<<"$size"

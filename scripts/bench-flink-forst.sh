@@ -68,7 +68,8 @@ run() {
         --state.backend.forst.cache.size-based-limit "$cache_size")
     # shellcheck disable=SC2046 # heap_args prints two JVM options
     out=$("$java" $(heap_args "$backend") -Dslowfs.open-delay-us="$slow_open" \
-        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob --job "$job" "${checkpoint_args[@]}" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.CompareForStJob \
+        --job "$job" "${checkpoint_args[@]}" \
         --dir "$dir" --local-dir "$work/local" --keys "$keys" --records "$records" \
         --parallelism "$parallelism" --managed-memory "$managed" "${cache_args[@]}" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -127,7 +128,7 @@ fi
 
 bench_param job="$job" keys="$keys" records="$records" parallelism="$parallelism" \
     managed_memory="$managed" cache_size="$cache_size" slow_open_us="$slow_open" \
-    slow_read_us="$slow_read" checkpoint_ms="$checkpoint_ms" rounds="$rounds" heap="${HEAP:-512m}"
+    slow_read_us="$slow_read" checkpoint_ms="$checkpoint_ms" rounds="$rounds" heap="$heap"
 for config in "${configs[@]}"; do
     labels=(--label config="$config" --label storage="${config%-*}" --label caches="${config#*-}")
     measure_rounds "$config: records/s" records/s higher 3 "Flink's ForSt" ours "$config" -- \

@@ -49,7 +49,8 @@ run() {
     esac
     # shellcheck disable=SC2046 # heap_args prints two JVM options
     out=$("$java" $(heap_args "$subject") -Dslowfs.open-delay-us="$slow_open" \
-        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.NexmarkJob --query "$query" "${args[@]}" \
+        -Dslowfs.read-delay-us="$slow_read" -cp "$cp" org.forstrs.flink.bench.NexmarkJob \
+        --query "$query" "${args[@]}" \
         --local-dir "$work/local" --events "$events" --parallelism "$parallelism" \
         --managed-memory "$managed" 2>&1) || {
         echo "$out" | tail -50 >&2
@@ -118,7 +119,7 @@ echo
 
 bench_param events="$events" managed="$managed" parallelism="$parallelism" cache_size="$cache_size" \
     slow_open_us="$slow_open" slow_read_us="$slow_read" rounds="$rounds" subjects="${subjects[*]}" \
-    queries="${queries[*]}" heap="${HEAP:-512m}" hashmap_heap="${HASHMAP_HEAP:-4g}"
+    queries="${queries[*]}" heap="$heap" hashmap_heap="$hashmap_heap"
 for query in "${queries[@]}"; do
     for subject in "${subjects[@]}"; do
         [[ $subject == rocksdb ]] && continue

@@ -4,7 +4,8 @@
 # script shares. After sourcing: $java, $classpath (test class path), $jar (forstjni), $work (a
 # temporary directory removed on exit) and $results (a file of result rows, one per run), with
 # bench_param, bench_measure and bench_write (bench-results.sh) for the result file, and value,
-# heap_args, rounds, median, ratio, round_order and measure_rounds below.
+# heap_args (with $heap and $hashmap_heap), rounds, median, ratio, round_order and measure_rounds
+# below.
 #   source scripts/lib/bench-jvm.sh <name>
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 java=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -26,10 +27,12 @@ results=$work/results.txt
 # default instead (a quarter of the machine's memory) G1 grows the heap with the allocation rate,
 # and peak RSS measures that growth rather than the backend. The heap backend keeps its state on
 # the heap, so it gets a heap the state fits in. HEAP (512m), HASHMAP_HEAP (4g).
+heap=${HEAP:-512m}
+hashmap_heap=${HASHMAP_HEAP:-4g}
 heap_args() {
-    local heap=${HEAP:-512m}
-    [[ $1 == hashmap ]] && heap=${HASHMAP_HEAP:-4g}
-    echo "-Xms$heap -Xmx$heap"
+    local size=$heap
+    [[ $1 == hashmap ]] && size=$hashmap_heap
+    echo "-Xms$size -Xmx$size"
 }
 
 # value <name> <output>: the value of "<name>: <value>" in a run's output
