@@ -4,17 +4,20 @@
 # managed memory (MANAGED), each run its own JVM, rounds interleaved (the order reversed every
 # other round). Subjects (SUBJECTS, in this order by default):
 #   ours-local        ForSt-RS, primary dir on a local directory, no disk cache
+#   ours-sync         as ours-local, with Flink's synchronous SQL operators (its default,
+#                     table.exec.async-state.enabled: false) instead of the async ones
 #   ours-slow-cache   ForSt-RS on slowfs:// (SLOW_OPEN_US per open, SLOW_READ_US per read) with the
 #                     local disk cache (CACHE_SIZE)
 #   rocksdb           Flink's RocksDB on local disk: the baseline of every ratio
 #   forst-local       Flink's ForSt (C++, 2.3.0) on a local directory, no disk cache
 #   forst-slow-cache  Flink's ForSt on the same slowfs:// with its disk cache (CACHE_SIZE)
 #   hashmap           Flink's heap backend (the state must fit in the JVM's heap)
-# SQL operators use async state on ForSt-RS and Flink's ForSt and synchronous state on the others.
+# SQL operators use async state on ForSt-RS (but ours-sync) and Flink's ForSt and synchronous state
+# on the others.
 # Prints each run, then per query the medians of events/s and each subject's ratio to RocksDB, and
 # the geometric means over the stateful queries (every query but q0, the pass-through baseline).
-# Defaults: EVENTS (1000000: a round of every query on every subject takes about half an hour
-# on 2 cores), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
+# Defaults: EVENTS (1000000: a round of every query on every subject takes about 35 minutes on 2
+# cores), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
 # PARALLELISM (2), CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), HEAP and
 # HASHMAP_HEAP (each JVM's fixed heap, as a TaskManager's: lib/bench-jvm.sh heap_args).
 # Results: bench-results/nexmark/ (events/s, CPU seconds and peak RSS per round; charts per storage).
@@ -27,7 +30,7 @@ cache_size=${CACHE_SIZE:-1gb}
 slow_open=${SLOW_OPEN_US:-1500}
 slow_read=${SLOW_READ_US:-1500}
 read -r -a queries <<<"${QUERIES:-q0 q3 q4 q5 q7 q8 q9 q11 q12 q15 q16 q17 q18 q19 q20}"
-read -r -a subjects <<<"${SUBJECTS:-ours-local ours-slow-cache rocksdb forst-local forst-slow-cache hashmap}"
+read -r -a subjects <<<"${SUBJECTS:-ours-local ours-sync ours-slow-cache rocksdb forst-local forst-slow-cache hashmap}"
 
 # run <query> <subject>: appends "<subject> <query> <events/s> <cpu s> <rss MiB>" to the results
 run() {
@@ -40,6 +43,7 @@ run() {
         --state.backend.forst.cache.size-based-limit "$cache_size")
     case $subject in
     ours-local) cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}") ;;
+    ours-sync) cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}" --async-state false) ;;
     ours-slow-cache) cp="$jar:$cp" args=("${slow_cache[@]}") ;;
     rocksdb) args=(--backend rocksdb) ;;
     forst-local) args=(--dir "file://$work/state" "${no_cache[@]}") ;;
@@ -132,8 +136,8 @@ for query in "${queries[@]}"; do
             "$subject" "$query" -- rocksdb "$query" -- --label query="$query"
     done
 done
-for pair in ours-local:rocksdb ours-slow-cache:rocksdb forst-local:rocksdb \
-    forst-slow-cache:rocksdb hashmap:rocksdb ours-local:forst-local \
+for pair in ours-local:rocksdb ours-sync:rocksdb ours-slow-cache:rocksdb forst-local:rocksdb \
+    forst-slow-cache:rocksdb hashmap:rocksdb ours-local:forst-local ours-sync:forst-local \
     ours-slow-cache:forst-slow-cache; do
     IFS=: read -r subject baseline <<<"$pair"
     has "$subject" && has "$baseline" || continue

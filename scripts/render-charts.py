@@ -333,7 +333,8 @@ def simple_ratios(name, title, r, label, series_of=None, subtitle="",
 def chart_nexmark(r):
     """Per storage, each query's events/s against Flink's RocksDB on local disk, one series per
     backend on that storage, with the geometric means over the stateful queries last."""
-    storages = [("nexmark-local.svg", "local disk", ["ours-local", "forst-local", "hashmap"]),
+    storages = [("nexmark-local.svg", "local disk",
+                 ["ours-local", "ours-sync", "forst-local", "hashmap"]),
                 ("nexmark-slow.svg", "slow FS with the disk cache",
                  ["ours-slow-cache", "forst-slow-cache"])]
     out = {}

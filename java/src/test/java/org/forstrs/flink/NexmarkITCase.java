@@ -30,8 +30,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Every Nexmark query of the benchmark (q12 on event time) over the same 150,000 generated events,
- * at parallelism 2 with checkpoints running: on ForSt-RS with async state operators where Flink
- * has them, the result must equal the one of Flink's heap backend, as a materialized multiset of
+ * at parallelism 2 with checkpoints running: on ForSt-RS, with async state operators where Flink
+ * has them and with Flink's synchronous operators (its default, {@code
+ * table.exec.async-state.enabled: false}), the result must equal the one of Flink's heap backend,
+ * as a materialized multiset of
  * rows (the changelog applied: the final rows of an append-only query, the final table of an
  * updating one). Every query's result holds rows, so an equality of two empty tables passes
  * nothing.
@@ -74,15 +76,18 @@ class NexmarkITCase {
     @ParameterizedTest
     @MethodSource("queries")
     void equalsTheHeapBackend(String query, @TempDir Path dir) throws Exception {
-        Map<List<Object>, Integer> heap = run(query, "hashmap", dir);
-        Map<List<Object>, Integer> ours = run(query, "forst", dir);
+        Map<List<Object>, Integer> heap = run(query, "hashmap", false, dir);
         assertThat(heap).as("%s on the heap backend", query).isNotEmpty();
-        assertThat(difference(ours, heap))
-                .as("%s: rows of ForSt-RS's result not in the heap backend's (count)", query)
-                .isEmpty();
-        assertThat(difference(heap, ours))
-                .as("%s: rows of the heap backend's result not in ForSt-RS's (count)", query)
-                .isEmpty();
+        for (boolean asyncState : new boolean[] {true, false}) {
+            Map<List<Object>, Integer> ours = run(query, "forst", asyncState, dir);
+            String mode = asyncState ? "async" : "synchronous";
+            assertThat(difference(ours, heap))
+                    .as("%s, %s operators: rows of ours not in the heap backend's", query, mode)
+                    .isEmpty();
+            assertThat(difference(heap, ours))
+                    .as("%s, %s operators: rows of the heap backend's not in ours", query, mode)
+                    .isEmpty();
+        }
     }
 
     /** Up to 10 rows that {@code a} holds more often than {@code b}, with the surplus. */
@@ -102,7 +107,14 @@ class NexmarkITCase {
     /** The query's materialized result on the backend ({@code forst}: async state operators). */
     static Map<List<Object>, Integer> run(String query, String backend, Path dir)
             throws Exception {
-        Path runDir = dir.resolve(backend);
+        return run(query, backend, backend.equals("forst"), dir);
+    }
+
+    /** The query's materialized result on the backend, with async state operators or without. */
+    static Map<List<Object>, Integer> run(
+            String query, String backend, boolean asyncState, Path dir) throws Exception {
+        String mode = asyncState ? "async" : "sync";
+        Path runDir = dir.resolve(backend + "-" + mode);
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, backend);
         config.setString(
@@ -119,11 +131,10 @@ class NexmarkITCase {
         StreamTableEnvironment tables = StreamTableEnvironment.create(env);
         tables.getConfig()
                 .set(
-                        ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED,
-                        backend.equals("forst"));
+                        ExecutionConfigOptions.TABLE_EXEC_ASYNC_STATE_ENABLED, asyncState);
         NexmarkQueries.createTables(tables, EVENTS, SEED, 1000);
 
-        String id = query + "/" + backend;
+        String id = query + "/" + backend + "/" + mode;
         MaterializedTable table =
                 UPSERT_KEYS.containsKey(query)
                         ? MaterializedTable.upsert(UPSERT_KEYS.get(query))
@@ -139,16 +150,16 @@ class NexmarkITCase {
                     .sinkTo(new InJvmRowSink(id, name -> TABLES.get(name)))
                     .setParallelism(1)
                     .name("materialize " + query);
-            env.execute("nexmark " + query + " on " + backend);
+            env.execute("nexmark " + query + " on " + backend + ", " + mode + " operators");
         } finally {
             TABLES.remove(id);
         }
         assertThat(table.violations())
-                .as("%s on %s: retractions of absent rows", query, backend)
+                .as("%s on %s (%s): retractions of absent rows", query, backend, mode)
                 .isEmpty();
         System.out.printf(
-                "%s on %s: %d changelog rows, %d final rows%n",
-                query, backend, table.changes(), table.rows().size());
+                "%s on %s (%s operators): %d changelog rows, %d final rows%n",
+                query, backend, mode, table.changes(), table.rows().size());
         return table.rows();
     }
 }
