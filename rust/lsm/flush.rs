@@ -10,10 +10,8 @@ use crate::lsm::db_state::DbInner;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::native_heap;
-use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
-use crate::lsm::tombstone_files::{self, TombstoneFile};
 use crate::lsm::version::Version;
 
 pub(crate) fn run_flush_worker(db: &DbInner) {
@@ -70,31 +68,16 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
-    let filed = match file_tombstones(db, tombstones) {
-        Ok(filed) => filed,
-        Err(e) => {
-            files.iter().for_each(|f| f.mark_obsolete());
-            return Err(e);
-        }
-    };
     #[cfg(feature = "failpoints")]
     crate::lsm::failpoints::FLUSH.hit();
-    let tombstone_bytes = filed.file.as_ref().map_or(0, |t| t.file.size);
-    let bytes_written = files.iter().map(|f| f.size).sum::<u64>() + tombstone_bytes;
+    let bytes_written = files.iter().map(|f| f.size).sum();
     let edit = |version: &mut Version| {
         // Newest first; files of one flush do not overlap, so their order among them is free.
         let older = std::mem::replace(&mut version.levels[0], files);
         version.levels[0].extend(older);
-        if filed.replaces_all {
-            // Only flushes add tombstone files, one at a time, and a compaction only drops some:
-            // every file listed now is one the new file replaces.
-            version.tombstone_files.clear();
-            version.unfiled_tombstones = Arc::default();
-            version.tombstones = filed.content.clone();
-        } else if !filed.content.is_empty() {
-            version.tombstones = Arc::new(version.tombstones.merged_with(&filed.content));
+        if !tombstones.is_empty() {
+            version.tombstones = Arc::new(version.tombstones.merged_with(tombstones));
         }
-        version.tombstone_files.extend(filed.file);
     };
     db.install_version(edit, Some(memtable))?;
     db.counters.flushed(bytes_written);
@@ -105,43 +88,4 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
         db.request_compaction();
     }
     Ok(())
-}
-
-/// The tombstone file a flush writes (`lsm::tombstone_files`).
-struct Filed {
-    file: Option<TombstoneFile>,
-    /// The range deletes it holds (none: no file).
-    content: Arc<FragmentedTombstones>,
-    /// Whether they are every live range delete, and the file replaces every one listed.
-    replaces_all: bool,
-}
-
-/// Writes the flushed memtable's range deletes that files still need into a new tombstone file;
-/// when `MAX_FILES` are listed already, the spent fragments outnumber the live ones (past
-/// `MAX_SPENT_FRAGMENTS`) or the version holds range deletes no file does, every live one
-/// instead, into one file that replaces them all.
-fn file_tombstones(db: &DbInner, tombstones: &Arc<FragmentedTombstones>) -> Result<Filed> {
-    let current = db.current().version.clone();
-    // New deletes over no file that holds older entries are spent at once (the flush's own
-    // files hold only entries newer than them).
-    let probe = Version {
-        levels: current.levels.clone(),
-        tombstones: tombstones.clone(),
-        ..Version::default()
-    };
-    let new = Arc::new(probe.live_tombstones());
-    let live = current.live_tombstones();
-    let spent = current.tombstones.len() - live.len();
-    let replaces_all = !current.unfiled_tombstones.is_empty()
-        || (!new.is_empty() && current.tombstone_files.len() >= tombstone_files::MAX_FILES)
-        || spent >= tombstone_files::MAX_SPENT_FRAGMENTS.max(live.len());
-    let content = match replaces_all {
-        true => Arc::new(live.merged_with(&new)),
-        false => new,
-    };
-    let file = match content.is_empty() {
-        true => None,
-        false => Some(tombstone_files::write(db, content.clone())?),
-    };
-    Ok(Filed { file, content, replaces_all })
 }
