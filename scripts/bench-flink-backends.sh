@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ForSt-RS vs the backends Flink users run today, as real Flink jobs on a local MiniCluster with the
 # same managed memory: Flink's RocksDB (EmbeddedRocksDBStateBackend, local disk) and the HashMap
-# (heap) backend, optionally Flink's own ForSt. One of two jobs (JOB): "wordcount", the word count
+# (heap) backend, and Flink's own ForSt. One of two jobs (JOB): "wordcount", the word count
 # with async ValueState (CompareForStJob: one read and one write per record), or "window", a keyed
 # tumbling event-time window sum with async state. Each run is its own JVM; rounds are interleaved
 # (the order reversed every other round). Subjects (SUBJECTS, in this order by default):
@@ -14,7 +14,8 @@
 #   hashmap          Flink's heap backend (needs the state to fit in the JVM's heap)
 #   forst-local      Flink's ForSt (C++, 2.3.0) on a local directory, no disk cache
 # Prints each run, then per subject the medians of records/s, CPU seconds and peak RSS of the JVM
-# and their ratios to RocksDB (records/s: > 1 is faster; CPU and RSS: < 1 is less).
+# and their ratios to RocksDB (records/s: > 1 is faster; CPU and RSS: < 1 is less); ours-local's
+# records/s also against the heap backend's and Flink's ForSt's.
 # Sizes: SIZES, each keys:managed memory:records ("1000000:32m:3000000 10000000:64m:6000000": state
 # about 1x and 10x the managed memory), ROUNDS (3), PARALLELISM (2), CACHE_SIZE (1gb),
 # SLOW_OPEN_US (1500), SLOW_READ_US (1500), HEAP and HASHMAP_HEAP (each JVM's fixed heap, as a
@@ -28,7 +29,7 @@ cache_size=${CACHE_SIZE:-1gb}
 slow_open=${SLOW_OPEN_US:-1500}
 slow_read=${SLOW_READ_US:-1500}
 job=${JOB:-wordcount}
-read -r -a subjects <<<"${SUBJECTS:-ours-local ours-slow-cache rocksdb hashmap}"
+read -r -a subjects <<<"${SUBJECTS:-ours-local ours-slow-cache rocksdb hashmap forst-local}"
 case $job in
 wordcount) job_name="word count, async ValueState" ;;
 window) job_name="tumbling event-time window sum, async state (10 windows)" ;;
@@ -124,6 +125,11 @@ for size in "${sizes[@]}"; do
         if [[ $subject == ours-* && " ${subjects[*]} " == *" hashmap "* ]]; then
             measure_rounds "$subject: records/s against the heap" records/s higher 3 \
                 "Flink's HashMap (heap)" "$subject" "$keys" -- hashmap "$keys" -- "${labels[@]}"
+        fi
+        if [[ $subject == ours-local && " ${subjects[*]} " == *" forst-local "* ]]; then
+            measure_rounds "$subject: records/s against Flink's ForSt" records/s higher 3 \
+                "Flink's ForSt, local directory" "$subject" "$keys" -- forst-local "$keys" -- \
+                "${labels[@]}"
         fi
     done
 done

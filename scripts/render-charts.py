@@ -351,6 +351,16 @@ def chart_nexmark(r):
     return out
 
 
+def backends_chart(r, job, title):
+    """bench-flink-backends.sh: per subject and state size, each measure against its baseline."""
+    return simple_ratios(
+        f"flink-backends-{job}.svg", f"{title}: ForSt-RS vs Flink's RocksDB, heap and ForSt", r,
+        lambda m: f"{m['subject']}, {keys_text(int(m['labels']['keys']))} keys",
+        lambda m: m["name"].split(": ")[1],
+        subtitle="against Flink's RocksDB on local disk unless the series names another baseline"
+                 " (> 1: ours better)")
+
+
 def charts(runs):
     makers = {
         "scale": chart_scale,
@@ -364,11 +374,8 @@ def charts(runs):
         "fs-proxy": lambda r: simple_ratios(
             "fs-proxy.svg", "Positional reads through the Flink file-system proxy", r,
             lambda m: m["name"], lambda m: f"vs {m['baseline']['name']}", subtitle="MB/s of the proxy / the baseline's"),
-        "flink-backends-wordcount": lambda r: simple_ratios(
-            "flink-backends-wordcount.svg", "Flink word count: ForSt-RS vs Flink's RocksDB and heap", r,
-            lambda m: f"{m['subject']}, {keys_text(int(m['labels']['keys']))} keys",
-            lambda m: m["name"].split(": ")[1],
-            subtitle="against Flink's RocksDB on local disk (> 1: better than RocksDB)"),
+        "flink-backends-wordcount": lambda r: backends_chart(r, "wordcount", "Flink word count"),
+        "flink-backends-window": lambda r: backends_chart(r, "window", "Flink window job"),
         "flink-forst-wordcount": lambda r: simple_ratios(
             "flink-forst-wordcount.svg", "Flink word count: ForSt-RS vs Flink's ForSt", r,
             lambda m: m["labels"]["config"], lambda m: m["name"].split(": ")[1],
