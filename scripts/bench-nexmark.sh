@@ -43,7 +43,9 @@ run() {
         --state.backend.forst.cache.size-based-limit "$cache_size")
     case $subject in
     ours-local) cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}") ;;
-    ours-sync) cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}" --async-state false) ;;
+    ours-sync)
+        cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}" --async-state false)
+        ;;
     ours-slow-cache) cp="$jar:$cp" args=("${slow_cache[@]}") ;;
     rocksdb) args=(--backend rocksdb) ;;
     forst-local) args=(--dir "file://$work/state" "${no_cache[@]}") ;;

@@ -33,9 +33,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * at parallelism 2 with checkpoints running: on ForSt-RS, with async state operators where Flink
  * has them and with Flink's synchronous operators (its default, {@code
  * table.exec.async-state.enabled: false}), the result must equal the one of Flink's heap backend,
- * as a materialized multiset of
- * rows (the changelog applied: the final rows of an append-only query, the final table of an
- * updating one). Every query's result holds rows, so an equality of two empty tables passes
+ * as a materialized multiset of rows (the changelog applied: the final rows of an append-only
+ * query, the final table of an updating one). Every query's result holds rows, so an equality of two empty tables passes
  * nothing.
  */
 class NexmarkITCase {
