@@ -6,10 +6,11 @@
 //! not created.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use forst::lsm::tombstone_files::TOMBSTONE_LEVEL;
 use forst::lsm::{CheckpointReader, ColumnFamily, Db, DbOptions, KeyGroups, RestoreSource};
 use forst::storage::{LocalStorage, StorageRef};
 use rand::rngs::StdRng;
@@ -137,9 +138,13 @@ fn reads_a_checkpoint_in_place_exactly_and_writes_nothing() {
 
     let all = reader(&manifest, &names, &chk, KeyGroups::new(0, 127));
     let files = all.files();
-    assert!(files.iter().map(|f| f.level).max().unwrap() > 0, "files on one level: {files:?}");
     assert_eq!(files.len(), names.len());
-    assert!(files.iter().all(|f| f.family.as_deref().is_some_and(|n| FAMILIES.contains(&n))));
+    let (data, tombstones): (Vec<_>, Vec<_>) =
+        files.iter().partition(|f| f.level != TOMBSTONE_LEVEL as usize);
+    assert!(data.iter().map(|f| f.level).max().unwrap() > 0, "files on one level: {files:?}");
+    assert!(data.iter().all(|f| f.family.as_deref().is_some_and(|n| FAMILIES.contains(&n))));
+    assert_eq!(tombstones.len(), 1, "the range deletion's file: {files:?}");
+    assert_eq!(tombstones[0].family, None);
     let on_disk: u64 = before.values().map(|(len, _, _)| len).sum();
     assert_eq!(files.iter().map(|f| f.size).sum::<u64>(), on_disk);
     assert_eq!(all.families().len(), FAMILIES.len());
@@ -167,15 +172,8 @@ fn verify_names_a_flipped_byte_and_a_missing_file_and_creates_nothing() {
     let largest =
         names.iter().max_by_key(|n| std::fs::metadata(chk.join(n)).unwrap().len()).unwrap().clone();
 
-    // A flipped byte in the first data block (each copy holds its own bytes, not links).
-    let flipped = tmp.path().join("flipped");
-    std::fs::create_dir(&flipped).unwrap();
-    for name in &names {
-        std::fs::write(flipped.join(name), std::fs::read(chk.join(name)).unwrap()).unwrap();
-    }
-    let mut bytes = std::fs::read(flipped.join(&largest)).unwrap();
-    bytes[10] ^= 0x40;
-    std::fs::write(flipped.join(&largest), bytes).unwrap();
+    // A flipped byte in the first data block.
+    let flipped = copy_flipping_a_byte(&chk, &tmp.path().join("flipped"), &names, &largest);
     let problems = reader(&manifest, &names, &flipped, all).verify();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains(&largest) && problems[0].contains("checksum"), "{problems:?}");
@@ -190,9 +188,38 @@ fn verify_names_a_flipped_byte_and_a_missing_file_and_creates_nothing() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains(&largest), "{problems:?}");
 
+    // A damaged file of range deletes: reads of state fail naming it rather than show deleted
+    // entries, and verify names it.
+    let tombstones = reader(&manifest, &names, &chk, all)
+        .files()
+        .into_iter()
+        .find(|f| f.level == TOMBSTONE_LEVEL as usize)
+        .expect("a tombstone file")
+        .name;
+    let damaged = copy_flipping_a_byte(&chk, &tmp.path().join("damaged"), &names, &tombstones);
+    let damaged = reader(&manifest, &names, &damaged, all);
+    let read = damaged.iter("counts", None, None).err().expect("a read over damaged deletes");
+    assert!(read.to_string().contains(&tombstones), "{read}");
+    let problems = damaged.verify();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains(&tombstones), "{problems:?}");
+
     // Files whose directory is gone: every one is reported, and the directory stays gone.
     let gone = tmp.path().join("gone");
     let problems = reader(&manifest, &names, &gone, all).verify();
     assert_eq!(problems.len(), names.len(), "{problems:?}");
     assert!(!gone.exists(), "opening the reader created the directory");
+}
+
+/// Copies the files `names` of `from` into a new directory `to` (each copy its own bytes, not a
+/// link), with a byte of the first block of `damaged` flipped. Returns `to`.
+fn copy_flipping_a_byte(from: &Path, to: &Path, names: &[String], damaged: &str) -> PathBuf {
+    std::fs::create_dir(to).unwrap();
+    for name in names {
+        std::fs::write(to.join(name), std::fs::read(from.join(name)).unwrap()).unwrap();
+    }
+    let mut bytes = std::fs::read(to.join(damaged)).unwrap();
+    bytes[10] ^= 0x40;
+    std::fs::write(to.join(damaged), bytes).unwrap();
+    to.to_path_buf()
 }

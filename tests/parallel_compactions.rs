@@ -152,7 +152,11 @@ fn four_compaction_threads_keep_results_exact_under_concurrent_writes() {
             .map(|id| {
                 s.spawn({
                     let (db, cf) = (&db, &cf);
-                    move || writer(db, cf, id, 12_000)
+                    let stop_readers = StopOnPanic(&done);
+                    move || {
+                        let _stop_readers = stop_readers;
+                        writer(db, cf, id, 12_000)
+                    }
                 })
             })
             .collect();
@@ -181,6 +185,18 @@ fn four_compaction_threads_keep_results_exact_under_concurrent_writes() {
     let db = Db::open_with_storage(storage, tiny_options(1)).unwrap();
     let cf = db.cf("state").unwrap();
     check_all(&db, &cf, &model, "reopened");
+}
+
+/// Sets its flag when dropped by a panicking thread: a failed writer stops the readers, and the
+/// scope then reports the panic instead of waiting for them forever.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// Lets SST writes of compaction threads on until `threads` different compaction threads are

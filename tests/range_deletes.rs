@@ -229,3 +229,181 @@ fn a_bottom_entry_newer_than_a_range_delete_over_it_stays_visible() {
     assert_eq!(db.get(&cf, b"f").unwrap().as_deref(), Some(&b"new"[..]));
     assert_eq!(count(&db, &cf, b""), 2);
 }
+
+/// The newest manifest of the database in `storage`: its name and size.
+fn newest_manifest(storage: &StorageRef) -> (String, u64) {
+    let files = forst::storage::block_on(storage.list("")).unwrap();
+    let manifests = files.into_iter().filter(|f| f.path.starts_with("MANIFEST-"));
+    let newest = manifests.max_by(|a, b| a.path.cmp(&b.path)).expect("a manifest");
+    (newest.path, newest.size)
+}
+
+/// SST files in `storage` (data and tombstone files).
+fn tables_in(storage: &StorageRef) -> usize {
+    let files = forst::storage::block_on(storage.list("")).unwrap();
+    files.iter().filter(|f| f.path.ends_with(".sst")).count()
+}
+
+/// 50,000 `MapState.clear()`s over maps in files, flushed in ten rounds: their tombstones live in
+/// tombstone files, not in the manifest, so every manifest written stays small; the files merge
+/// so they stay few, the deletes hold across a reopen, and once compaction applied them every
+/// tombstone file is gone from storage too.
+#[test]
+fn fifty_thousand_map_clears_keep_every_manifest_write_small() {
+    const MAPS: u32 = 50_000;
+    const LIMIT: u64 = 64 << 10;
+    let storage = open_storage("memory://rd-manifest-size", &StorageOptions::default()).unwrap();
+    // One flush per round, and no compaction: every manifest written is one of the ten.
+    let options = DbOptions { memtable_bytes: 16 << 20, ..options() };
+    let db = Db::open_with_storage(storage.clone(), options.clone()).unwrap();
+    let cf = db.create_cf("map").unwrap();
+    let mut batch = WriteBatch::new();
+    for user in 0..MAPS {
+        batch.put(&cf, &map_entry(user, 0), b"v");
+    }
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+
+    let mut manifests = std::collections::BTreeMap::new();
+    for round in 0..10 {
+        for user in (round..MAPS).step_by(10) {
+            let mut batch = WriteBatch::new();
+            batch.delete_prefix(&cf, &map_prefix(user));
+            db.write(&batch).unwrap();
+        }
+        db.flush().unwrap();
+        let (name, size) = newest_manifest(&storage);
+        manifests.insert(name, size);
+        let stats = db.stats();
+        assert_eq!(stats.range_tombstones as u32, (round + 1) * MAPS / 10, "round {round}");
+        assert!(
+            (1..=8).contains(&stats.range_tombstone_files),
+            "round {round}: {} tombstone files",
+            stats.range_tombstone_files
+        );
+    }
+    assert_eq!(manifests.len(), 10, "a manifest per flush: {manifests:?}");
+    assert!(manifests.values().all(|&size| size < LIMIT), "manifest sizes: {manifests:?}");
+    assert_eq!(count(&db, &cf, b""), 0, "every map cleared");
+    db.close().unwrap();
+
+    let db = Db::open_with_storage(storage.clone(), options).unwrap();
+    let cf = db.cf("map").unwrap();
+    assert_eq!(db.stats().range_tombstones as u32, MAPS, "reopened: the tombstones read back");
+    assert_eq!(count(&db, &cf, b""), 0, "reopened: every map still cleared");
+    assert_eq!(db.get(&cf, &map_entry(4_321, 0)).unwrap(), None);
+    db.put(&cf, &map_entry(7, 0), b"again").unwrap();
+    db.compact_all().unwrap();
+    db.wait_for_file_deletions();
+    let stats = db.stats();
+    assert_eq!((stats.range_tombstones, stats.range_tombstone_files), (0, 0), "{stats:?}");
+    let data_files: usize = stats.files_per_level.iter().sum();
+    assert_eq!(tables_in(&storage), data_files, "tombstone files left on storage");
+    assert!(newest_manifest(&storage).1 < LIMIT);
+    assert_eq!(count(&db, &cf, b""), 1, "the map refilled after its clear");
+}
+
+/// Two range deletes flushed together (one tombstone file): the first deletes a whole file, which
+/// compaction drops, so it is spent, while the second still covers part of a file. Entries
+/// written over the first afterwards reach the bottom level, where compaction gives entries under
+/// no live range delete sequence number 0. A reopen reads the tombstone file again: the spent
+/// delete must not come back and delete them (the version forgets tombstones a file at a time).
+#[test]
+fn a_spent_range_delete_never_comes_back_to_delete_newer_entries() {
+    let storage = open_storage("memory://rd-spent-reopen", &StorageOptions::default()).unwrap();
+    let options = DbOptions { l0_compaction_trigger: 2, ..options() };
+    let db = Db::open_with_storage(storage.clone(), options.clone()).unwrap();
+    let (a, b) = (db.create_cf("a").unwrap(), db.create_cf("b").unwrap());
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    let mut batch = WriteBatch::new();
+    (0..50).for_each(|i| batch.put(&a, &key(i), b"old"));
+    (0..200).for_each(|i| batch.put(&b, &key(i), b"old"));
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+
+    let mut batch = WriteBatch::new();
+    batch.delete_range(&a, &key(0), &key(50));
+    batch.delete_range(&b, &key(0), &key(10));
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_until_settled().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.files_per_level.iter().sum::<usize>(), 1, "a's file dropped: {stats:?}");
+    assert_eq!(stats.range_tombstone_files, 1, "b's delete still needed: {stats:?}");
+
+    for value in [&b"new"[..], b"newer"] {
+        let mut batch = WriteBatch::new();
+        (0..50).for_each(|i| batch.put(&a, &key(i), value));
+        db.write(&batch).unwrap();
+        db.flush().unwrap();
+    }
+    db.compact_until_settled().unwrap();
+    assert_eq!(db.stats().files_per_level[0], 0, "a's level-0 files compacted");
+    db.close().unwrap();
+
+    let db = Db::open_with_storage(storage, options).unwrap();
+    let (a, b) = (db.cf("a").unwrap(), db.cf("b").unwrap());
+    assert_eq!(count(&db, &a, b""), 50, "entries written after the delete");
+    assert_eq!(db.get(&a, &key(7)).unwrap().as_deref(), Some(&b"newer"[..]));
+    assert_eq!(count(&db, &b, b""), 190);
+    assert_eq!(db.get(&b, &key(3)).unwrap(), None);
+}
+
+/// A flush that merges every tombstone file into one while compactions make their range deletes
+/// spent and forget them: the merged file must not bring a forgotten delete back, since a later
+/// compaction gave the entries written after it sequence number 0, and it would delete them. The
+/// flush is held at its tombstone file's write while two full compactions run.
+#[test]
+fn a_flush_never_brings_back_a_range_delete_forgotten_while_it_ran() {
+    let inner = open_storage("memory://rd-flush-race", &StorageOptions::default()).unwrap();
+    let faults = Arc::new(FaultStorage::new(inner));
+    let db = Db::open_with_storage(faults.clone() as StorageRef, options()).unwrap();
+    let cf = db.create_cf("map").unwrap();
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    let mut batch = WriteBatch::new();
+    (0..100).for_each(|i| batch.put(&cf, &key(i), b"old"));
+    db.write(&batch).unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    // Eight flushes with a range delete over old entries each: eight tombstone files. Entries
+    // written after the first delete, over it, flush with it.
+    for i in 0..8 {
+        db.delete_range(&cf, &key(10 * i), &key(10 * i + 5)).unwrap();
+        if i == 0 {
+            (0..5).for_each(|k| db.put(&cf, &key(k), b"new").unwrap());
+        }
+        db.flush().unwrap();
+    }
+    assert_eq!(db.stats().range_tombstone_files, 8);
+
+    // The flush writes no data file (its memtable holds a range delete only): its first put is
+    // its tombstone file.
+    faults.hold_on_threads(OpKind::Put, "forst-flush");
+    std::thread::scope(|s| {
+        let flush = s.spawn(|| {
+            db.delete_range(&cf, &key(90), &key(95)).unwrap();
+            db.flush().unwrap();
+        });
+        faults.wait_held(OpKind::Put, 1);
+        // The first applies every delete, which are then spent and forgotten; the second finds
+        // none and gives every entry sequence number 0.
+        db.compact_all().unwrap();
+        assert_eq!(db.stats().range_tombstone_files, 0);
+        db.compact_all().unwrap();
+        faults.release();
+        flush.join().unwrap();
+    });
+    let expect = |db: &Db, cf: &ColumnFamily, when: &str| {
+        assert_eq!(db.get(cf, &key(3)).unwrap().as_deref(), Some(&b"new"[..]), "{when}");
+        assert_eq!(db.get(cf, &key(12)).unwrap(), None, "{when}");
+        assert_eq!(db.get(cf, &key(92)).unwrap(), None, "{when}");
+        assert_eq!(count(db, cf, b""), 100 - 8 * 5 + 5 - 5, "{when}");
+    };
+    expect(&db, &cf, "after the flush");
+    assert_eq!(db.stats().range_tombstone_files, 1, "the new delete's file only");
+    db.close().unwrap();
+    let db = Db::open_with_storage(faults as StorageRef, options()).unwrap();
+    expect(&db, &db.cf("map").unwrap(), "reopened");
+}

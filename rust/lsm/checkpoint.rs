@@ -20,7 +20,7 @@ use crate::lsm::db_state::DbInner;
 use crate::lsm::key::SeqNo;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
-use crate::lsm::version::manifest::{self, FileRecord, ManifestData};
+use crate::lsm::version::manifest::{self, ManifestData};
 use crate::lsm::version::{TableFile, Version};
 use crate::storage::{Storage, block_on, read_range_exact};
 use crate::{Error, Result};
@@ -108,31 +108,25 @@ impl Checkpoint {
 
     /// The checkpoint's SST files: (name relative to the database directory, size).
     pub fn files(&self) -> Result<Vec<(String, u64)>> {
-        Ok(self.durable_version()?.files().map(|f| (f.path.clone(), f.size)).collect())
+        Ok(self.durable_version()?.all_files().map(|f| (f.path.clone(), f.size)).collect())
     }
 
     /// Where each file of `files` lives when not in the database's directory (a checkpoint's
     /// file restored by reference: see `manifest::FileRecord::location`), in the same order. Such
     /// a file cannot be handed over; it is the earlier checkpoint's already.
     pub fn file_locations(&self) -> Result<Vec<Option<String>>> {
-        Ok(self.durable_version()?.files().map(|f| f.location()).collect())
+        Ok(self.durable_version()?.all_files().map(|f| f.location()).collect())
     }
 
     /// The checkpoint's manifest: what `restore` needs besides the files.
     pub fn manifest(&self) -> Result<Bytes> {
         let version = self.durable_version()?;
-        let files = version
-            .levels
-            .iter()
-            .enumerate()
-            .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
-            .collect();
         Ok(manifest::encode(&ManifestData {
             last_seq: self.last_seq,
             next_file_number: 0,
             column_families: self.column_families.clone(),
-            tombstones: version.tombstones.clone(),
-            files,
+            tombstones: version.unfiled_tombstones.clone(),
+            files: version.file_records(),
             released: Vec::new(),
             hand_overs: Vec::new(),
         }))
@@ -143,7 +137,7 @@ impl Checkpoint {
     /// rather than files (Flink's JobManager storage), which the files are streamed into.
     pub fn read_file(&self, name: &str, offset: u64, max_len: u64) -> Result<Bytes> {
         let file =
-            self.durable_version()?.files().find(|f| f.path == name).ok_or_else(|| {
+            self.durable_version()?.all_files().find(|f| f.path == name).ok_or_else(|| {
                 Error::invalid(format!("{name} is not a file of this checkpoint"))
             })?;
         let start = offset.min(file.size);
@@ -162,7 +156,7 @@ impl Checkpoint {
     /// `checkpoint_id` is recorded as the file's first hand-over unless an earlier one is.
     pub fn hand_over(&self, names: &[String], checkpoint_id: u64) -> Result<()> {
         let by_name: HashMap<&str, &Arc<TableFile>> =
-            self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
+            self.durable_version()?.all_files().map(|f| (f.path.as_str(), f)).collect();
         let mut files = Vec::with_capacity(names.len());
         for name in names {
             let file = by_name.get(name.as_str()).ok_or_else(|| {
@@ -184,7 +178,7 @@ impl Checkpoint {
     /// storage). On failure, copies already made are left for the caller to delete.
     pub fn copy_files(&self, copies: &[(String, String)], dest: &dyn Storage) -> Result<u64> {
         let by_name: HashMap<&str, &Arc<TableFile>> =
-            self.durable_version()?.files().map(|f| (f.path.as_str(), f)).collect();
+            self.durable_version()?.all_files().map(|f| (f.path.as_str(), f)).collect();
         let mut jobs = Vec::with_capacity(copies.len());
         for (name, dest_name) in copies {
             let file = by_name.get(name.as_str()).ok_or_else(|| {

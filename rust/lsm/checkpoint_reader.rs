@@ -18,6 +18,7 @@ use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::restore::{self, KeyGroupLayout, RestoreSource};
+use crate::lsm::tombstone_files::{TOMBSTONE_LEVEL, TombstoneFile};
 use crate::lsm::version::manifest::FileRecord;
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version};
 use crate::storage::block_on;
@@ -29,6 +30,7 @@ const CACHE_BYTES: u64 = 64 << 20;
 /// One file of the checkpoint's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileInfo {
+    /// Its level; `TOMBSTONE_LEVEL` for a file of range deletes (`lsm::tombstone_files`).
     pub level: usize,
     /// Its name in the checkpointed database (the manifest's).
     pub name: String,
@@ -45,6 +47,9 @@ pub struct FileInfo {
 pub struct CheckpointReader {
     families: Vec<(String, ColumnFamilyId)>,
     version: Arc<Version>,
+    /// Why the range deletes could not be read (a tombstone file is damaged or missing): reads
+    /// fail with it, `verify` names the file.
+    tombstones_unreadable: Option<String>,
     /// Names the handle gave a location for that the manifest does not list.
     unlisted: Vec<String>,
 }
@@ -52,12 +57,14 @@ pub struct CheckpointReader {
 impl CheckpointReader {
     /// Opens the tree of `source` (its manifest and file locations), seen through its own
     /// key-group range; `prefix_bytes`: bytes of key-group prefix of every key. Reads nothing
-    /// but the manifest given: files open on first read.
+    /// but the manifest given and the tombstone files: data files open on first read.
     pub fn open(source: RestoreSource, prefix_bytes: usize) -> Result<CheckpointReader> {
         let layout = KeyGroupLayout { range: source.key_groups, prefix_bytes };
         let given: Vec<String> = source.files.keys().cloned().collect();
         let plan = restore::plan(vec![source], &layout)?;
-        let listed: HashSet<&str> = plan.files.iter().map(|p| p.record.path.as_str()).collect();
+        let tombstone_files = plan.tombstone_files.iter().map(|t| &t.file);
+        let listed: HashSet<&str> =
+            plan.files.iter().chain(tombstone_files).map(|p| p.record.path.as_str()).collect();
         let mut unlisted: Vec<String> =
             given.into_iter().filter(|name| !listed.contains(name.as_str())).collect();
         unlisted.sort();
@@ -76,17 +83,32 @@ impl CheckpointReader {
                 record
             })
             .collect();
-        let mut version = Version {
-            tombstones: Arc::new(FragmentedTombstones::new(plan.tombstones)),
-            ..Version::default()
-        };
+        let mut version = Version::default();
+        let mut tombstones = plan.tombstones;
+        let mut tombstones_unreadable = None;
+        for planned in &plan.tombstone_files {
+            let file = Arc::new(planned.table_file(cache.clone()));
+            let read = planned.read(&file).unwrap_or_else(|e| {
+                tombstones_unreadable = Some(format!("{}: {e}", file.path));
+                Vec::new()
+            });
+            tombstones.extend(read.iter().cloned());
+            let tombstones = Arc::new(FragmentedTombstones::new(read));
+            version.tombstone_files.push(TombstoneFile { file, tombstones });
+        }
+        version.tombstones = Arc::new(FragmentedTombstones::new(tombstones));
         for record in restore::order_levels(records)? {
             let storage = storages[&record.path].clone();
             let file =
                 TableFile::from_record(&record, storage, cache.clone(), never_deletes.clone());
             version.levels[record.level as usize].push(Arc::new(file));
         }
-        Ok(CheckpointReader { families: plan.families, version: Arc::new(version), unlisted })
+        Ok(CheckpointReader {
+            families: plan.families,
+            version: Arc::new(version),
+            tombstones_unreadable,
+            unlisted,
+        })
     }
 
     /// The column families (states) of the checkpoint: name and id.
@@ -94,25 +116,27 @@ impl CheckpointReader {
         &self.families
     }
 
-    /// Every file of the tree, level by level (level 0 newest first, deeper levels by key).
+    /// Every file of the tree, level by level (level 0 newest first, deeper levels by key), then
+    /// the tombstone files (of no family: their range deletes may span several).
     pub fn files(&self) -> Vec<FileInfo> {
-        let mut files = Vec::new();
-        for (level, tables) in self.version.levels.iter().enumerate().take(NUM_LEVELS) {
-            for table in tables {
-                let at = table.stored_at();
-                let id = family_of(table.smallest());
-                let family = self.families.iter().find(|(_, f)| Some(*f) == id);
-                files.push(FileInfo {
-                    level,
-                    name: table.path.clone(),
-                    location: format!("{}/{}", at.storage.url(), at.path),
-                    size: table.size,
-                    entries: table.props().entries,
-                    family: family.map(|(name, _)| name.clone()),
-                });
+        let levels = self.version.levels.iter().enumerate().take(NUM_LEVELS);
+        let data = levels.flat_map(|(level, tables)| tables.iter().map(move |t| (level, t)));
+        let tombstones = self.version.tombstone_files.iter();
+        let all = data.chain(tombstones.map(|t| (TOMBSTONE_LEVEL as usize, &t.file)));
+        all.map(|(level, table)| {
+            let at = table.stored_at();
+            let id = family_of(table.smallest()).filter(|_| level < NUM_LEVELS);
+            let family = self.families.iter().find(|(_, f)| Some(*f) == id);
+            FileInfo {
+                level,
+                name: table.path.clone(),
+                location: format!("{}/{}", at.storage.url(), at.path),
+                size: table.size,
+                entries: table.props().entries,
+                family: family.map(|(name, _)| name.clone()),
             }
-        }
-        files
+        })
+        .collect()
     }
 
     /// Iterates what a reader of the job saw of family `name` in [start, end) (keys without the
@@ -121,6 +145,9 @@ impl CheckpointReader {
         let Some(&(_, id)) = self.families.iter().find(|(n, _)| n == name) else {
             return Err(Error::invalid(format!("the checkpoint has no state {name:?}")));
         };
+        if let Some(why) = &self.tombstones_unreadable {
+            return Err(Error::invalid(format!("cannot read the range deletes of {why}")));
+        }
         DbIterator::over_version(self.version.clone(), id, start, end)
     }
 
@@ -133,7 +160,7 @@ impl CheckpointReader {
             .iter()
             .map(|name| format!("{name}: the handle names it but the manifest does not list it"))
             .collect();
-        for file in self.version.levels.iter().flatten() {
+        for file in self.version.all_files() {
             let at = file.stored_at();
             let location = format!("{}/{}", at.storage.url(), at.path);
             if let Err(e) = block_on(verify_file(file)) {

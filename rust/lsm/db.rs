@@ -233,7 +233,7 @@ impl Db {
     /// Whether the current version lists the file `name` (a path relative to the database's
     /// directory): a file handed over to a checkpoint that the database still reads.
     pub fn holds_file(&self, name: &str) -> bool {
-        self.inner.current().version.files().any(|f| f.path == name)
+        self.inner.current().version.all_files().any(|f| f.path == name)
     }
 
     /// Takes back files handed over to checkpoints that all came to nothing: the database owns
@@ -285,6 +285,7 @@ impl Db {
             ttl_removed_entries: inner.ttl.removed(),
             ttl_trimmed_lists: inner.ttl.trimmed(),
             range_tombstones: sv.version.tombstones.len(),
+            range_tombstone_files: sv.version.tombstone_files.len(),
             compaction_pending: compaction::picker::pick(
                 &sv.version,
                 &inner.options,

@@ -10,8 +10,10 @@ use crate::lsm::db_state::DbInner;
 use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::native_heap;
+use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::retry::Backoff;
 use crate::lsm::table_sink::TableSink;
+use crate::lsm::tombstone_files::{self, TombstoneFile};
 use crate::lsm::version::Version;
 
 pub(crate) fn run_flush_worker(db: &DbInner) {
@@ -68,18 +70,44 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
-    #[cfg(feature = "failpoints")]
-    crate::lsm::failpoints::FLUSH.hit();
-    let bytes_written = files.iter().map(|f| f.size).sum();
-    let edit = |version: &mut Version| {
-        // Newest first; files of one flush do not overlap, so their order among them is free.
-        let older = std::mem::replace(&mut version.levels[0], files);
-        version.levels[0].extend(older);
-        if !tombstones.is_empty() {
-            version.tombstones = Arc::new(version.tombstones.merged_with(tombstones));
+    let mut filed = match file_tombstones(db, tombstones) {
+        Ok(filed) => filed,
+        Err(e) => {
+            files.iter().for_each(|f| f.mark_obsolete());
+            return Err(e);
         }
     };
-    db.install_version(edit, Some(memtable))?;
+    #[cfg(feature = "failpoints")]
+    crate::lsm::failpoints::FLUSH.hit();
+    let data_bytes = files.iter().map(|f| f.size).sum::<u64>();
+    loop {
+        let edit = |version: &mut Version| {
+            if filed.replaces.as_ref().is_some_and(|replaced| !replaced.is_listed_by(version)) {
+                return false;
+            }
+            // Newest first; files of one flush do not overlap, so their order among them is free.
+            let older = std::mem::replace(&mut version.levels[0], files.clone());
+            version.levels[0].extend(older);
+            if filed.replaces.is_some() {
+                version.tombstone_files.clear();
+                version.unfiled_tombstones = Arc::default();
+                version.tombstones = filed.content.clone();
+            } else if !filed.content.is_empty() {
+                version.tombstones = Arc::new(version.tombstones.merged_with(&filed.content));
+            }
+            version.tombstone_files.extend(filed.file.clone());
+            true
+        };
+        if db.try_install_version(edit, Some(memtable))? {
+            break;
+        }
+        // A compaction forgot a tombstone file meanwhile: the new file may hold spent fragments
+        // of it, which must never come back (see `lsm::tombstone_files`). Written again.
+        filed.file.iter().for_each(|t| t.file.mark_obsolete());
+        filed = file_tombstones(db, tombstones)?;
+    }
+    let tombstone_bytes = filed.file.as_ref().map_or(0, |t| t.file.size);
+    let bytes_written = data_bytes + tombstone_bytes;
     db.counters.flushed(bytes_written);
     // New range deletes may make files worth rewriting (see `compaction::picker`).
     if db.current().version.levels[0].len() >= db.options.l0_compaction_trigger
@@ -88,4 +116,66 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
         db.request_compaction();
     }
     Ok(())
+}
+
+/// The tombstone file a flush writes (`lsm::tombstone_files`).
+struct Filed {
+    file: Option<TombstoneFile>,
+    /// The range deletes it holds (none: no file).
+    content: Arc<FragmentedTombstones>,
+    /// Set when they are every live range delete: the file replaces these.
+    replaces: Option<Replaced>,
+}
+
+/// The range deletes of a version that a new tombstone file replaces: its tombstone files and
+/// unfiled tombstones.
+struct Replaced {
+    files: Vec<u64>,
+    unfiled: Arc<FragmentedTombstones>,
+}
+
+impl Replaced {
+    fn of(version: &Version) -> Replaced {
+        let files = version.tombstone_files.iter().map(|t| t.file.number).collect();
+        Replaced { files, unfiled: version.unfiled_tombstones.clone() }
+    }
+
+    /// Whether `version` lists exactly these. Only flushes (one at a time) add tombstone files,
+    /// and installs only forget some, so a version that still lists them all holds every range
+    /// delete the new file was written from.
+    fn is_listed_by(&self, version: &Version) -> bool {
+        version.tombstone_files.iter().map(|t| t.file.number).eq(self.files.iter().copied())
+            && Arc::ptr_eq(&version.unfiled_tombstones, &self.unfiled)
+    }
+}
+
+/// Writes the flushed memtable's range deletes that files still need into a new tombstone file;
+/// when `MAX_FILES` are listed already, the spent fragments outnumber the live ones (past
+/// `MAX_SPENT_FRAGMENTS`) or the version holds range deletes no file does, every live one
+/// instead, into one file that replaces them all.
+fn file_tombstones(db: &DbInner, tombstones: &Arc<FragmentedTombstones>) -> Result<Filed> {
+    let current = db.current().version.clone();
+    // New deletes over no file that holds older entries are spent at once (the flush's own
+    // files hold only entries newer than them). Compactions meanwhile write no entry older
+    // than them that their inputs did not hold, so a delete spent here stays spent.
+    let probe = Version {
+        levels: current.levels.clone(),
+        tombstones: tombstones.clone(),
+        ..Version::default()
+    };
+    let new = Arc::new(probe.live_tombstones());
+    let live = current.live_tombstones();
+    let spent = current.tombstones.len() - live.len();
+    let replaces_all = !current.unfiled_tombstones.is_empty()
+        || (!new.is_empty() && current.tombstone_files.len() >= tombstone_files::MAX_FILES)
+        || spent >= tombstone_files::MAX_SPENT_FRAGMENTS.max(live.len());
+    let (content, replaces) = match replaces_all {
+        true => (Arc::new(live.merged_with(&new)), Some(Replaced::of(&current))),
+        false => (new, None),
+    };
+    let file = match content.is_empty() {
+        true => None,
+        false => Some(tombstone_files::write(db, content.clone())?),
+    };
+    Ok(Filed { file, content, replaces })
 }

@@ -43,6 +43,7 @@ pub mod sst;
 pub mod stats;
 mod supervision;
 mod table_sink;
+pub mod tombstone_files;
 mod tombstone_prefixes;
 pub mod ttl;
 pub mod version;

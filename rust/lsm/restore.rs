@@ -7,7 +7,9 @@
 //! so the first compaction that touches such a file drops the rest.
 //!
 //! The bounds come from the key-group range alone: a restore reads no SST, not even one that
-//! straddles a boundary, so its cost follows the number of files, not their size. (Narrowing the
+//! straddles a boundary, so its cost follows the number of files, not their size. (It reads the
+//! sources' tombstone files, whose range deletes it clips and writes into one file of its own:
+//! their size follows the live range deletes, not the state.) (Narrowing the
 //! bounds to the keys the file holds would cost its footer and index, plus block reads, per
 //! straddling file; even from the top-level index alone it would be a request per file.) The
 //! price is bounds wider than the keys, with an exclusive end (`version::Bounds`), and a file
@@ -27,16 +29,21 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 
+use crate::lsm::cache::BlockCache;
 use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db::Db;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
+use crate::lsm::tombstone_files::{self, TOMBSTONE_LEVEL};
 use crate::lsm::version::manifest::{self, FileRecord, ManifestData, read_latest_manifest};
+use crate::lsm::version::{ObsoleteFiles, TableFile, table_file_name};
 use crate::storage::{StorageOptions, StorageRef, block_on, open_storage};
 use crate::{Error, Result};
 
 /// Files placed at once during a restore.
 const CONCURRENCY: usize = 8;
+/// The block cache a restore reads the sources' tombstone files through.
+const TOMBSTONE_READ_CACHE_BYTES: u64 = 4 << 20;
 
 /// An inclusive range of Flink key groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +109,32 @@ pub(crate) struct Planned {
     pub source: (StorageRef, String),
 }
 
+/// A tombstone file of a source (`lsm::tombstone_files`), and what of its range deletes the new
+/// database keeps.
+pub(crate) struct PlannedTombstones {
+    pub file: Planned,
+    families: Vec<ColumnFamilyId>,
+    visible: KeyGroups,
+    prefix_bytes: usize,
+}
+
+impl PlannedTombstones {
+    /// The file where it is, read through `cache`; never deleted.
+    pub fn table_file(&self, cache: Arc<BlockCache>) -> TableFile {
+        let (storage, path) = &self.file.source;
+        let mut record = self.file.record.clone();
+        record.location = Some(format!("{}/{path}", storage.url()));
+        record.owned = false;
+        TableFile::from_record(&record, storage.clone(), cache, Arc::new(ObsoleteFiles::default()))
+    }
+
+    /// The range deletes of `file` (this one's `table_file`) the new database keeps.
+    pub fn read(&self, file: &TableFile) -> Result<Vec<RangeTombstone>> {
+        let tombstones = tombstone_files::read(file)?;
+        Ok(clip_tombstones(&tombstones, &self.families, self.visible, self.prefix_bytes))
+    }
+}
+
 /// Builds a database at `storage` (which must hold none) from `sources`, keeping `layout.range`,
 /// and opens it.
 pub fn restore(
@@ -122,16 +155,29 @@ pub fn restore(
         )));
     }
     let plan = plan(sources, &layout)?;
+    let mut tombstones = plan.tombstones;
+    let cache = Arc::new(BlockCache::new(TOMBSTONE_READ_CACHE_BYTES));
+    for planned in &plan.tombstone_files {
+        tombstones.extend(planned.read(&planned.table_file(cache.clone()))?);
+    }
+    let tombstones = FragmentedTombstones::new(tombstones);
     let session = random_session()?;
     let holders: HashMap<String, StorageRef> =
         plan.files.iter().map(|p| (p.source.0.url().to_string(), p.source.0.clone())).collect();
-    let files = block_on(place(&storage, plan.files, session))?;
+    let mut files = order_levels(block_on(place(&storage, plan.files, session))?)?;
+    if !tombstones.is_empty() {
+        let number = files.len() as u64 + 1;
+        let table = options.table.clone();
+        let write =
+            tombstone_files::write_record(storage.as_ref(), &tombstones, number, session, table);
+        files.push(block_on(write)?);
+    }
     let data = ManifestData {
         last_seq: plan.last_seq,
         next_file_number: files.len() as u64 + 1,
         column_families: plan.families,
-        tombstones: Arc::new(FragmentedTombstones::new(plan.tombstones)),
-        files: order_levels(files)?,
+        tombstones: Arc::default(),
+        files,
         released: previous.released,
         hand_overs: previous.hand_overs,
     };
@@ -148,7 +194,10 @@ pub fn restore(
 pub(crate) struct Plan {
     pub families: Vec<(String, ColumnFamilyId)>,
     pub last_seq: u64,
+    /// The range deletions the sources' manifests list themselves, clipped.
     pub tombstones: Vec<RangeTombstone>,
+    /// The sources' tombstone files: the rest of the range deletions.
+    pub tombstone_files: Vec<PlannedTombstones>,
     pub files: Vec<Planned>,
 }
 
@@ -158,6 +207,7 @@ pub(crate) fn plan(sources: Vec<RestoreSource>, layout: &KeyGroupLayout) -> Resu
     let mut families = BTreeMap::new();
     let mut last_seq = 0;
     let mut tombstones = Vec::new();
+    let mut tombstone_files = Vec::new();
     let mut planned = Vec::new();
     for (i, source) in sources.into_iter().enumerate() {
         let data = manifest::decode(&format!("checkpoint manifest {i}"), source.manifest)?;
@@ -180,12 +230,25 @@ pub(crate) fn plan(sources: Vec<RestoreSource>, layout: &KeyGroupLayout) -> Resu
                     record.path
                 ))
             })?;
-            if let Some(file) = plan_file(record, source_file, visible, layout)? {
+            if record.level == TOMBSTONE_LEVEL {
+                tombstone_files.push(PlannedTombstones {
+                    file: Planned { record, source: source_file },
+                    families: ids.clone(),
+                    visible,
+                    prefix_bytes: layout.prefix_bytes,
+                });
+            } else if let Some(file) = plan_file(record, source_file, visible, layout)? {
                 planned.push(file);
             }
         }
     }
-    Ok(Plan { families: families.into_iter().collect(), last_seq, tombstones, files: planned })
+    Ok(Plan {
+        families: families.into_iter().collect(),
+        last_seq,
+        tombstones,
+        tombstone_files,
+        files: planned,
+    })
 }
 
 fn validate(layout: &KeyGroupLayout) -> Result<()> {
@@ -285,7 +348,7 @@ async fn place(
             let mut record = file.record;
             record.number = number;
             if src.url().starts_with(&staging) {
-                let path = format!("{number:012}-{session:016x}.sst");
+                let path = table_file_name(number, session);
                 storage.copy_in(src.as_ref(), &src_path, &path).await?;
                 record.path = path;
                 record.owned = true;

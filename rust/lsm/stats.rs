@@ -118,8 +118,11 @@ pub struct DbStats {
     pub ttl_removed_entries: u64,
     /// Lists compaction cut the expired head off.
     pub ttl_trimmed_lists: u64,
-    /// Fragments of live range deletes in the version (flushed and not yet spent).
+    /// Fragments of flushed range deletes in the version (spent ones stay until their tombstone
+    /// file goes, see `lsm::tombstone_files`).
     pub range_tombstones: usize,
+    /// Files holding them on storage (`lsm::tombstone_files`).
+    pub range_tombstone_files: usize,
     pub flushes: u64,
     pub flush_bytes_written: u64,
     /// Compactions that rewrote files (moves of a file to the next level are not counted).

@@ -13,7 +13,7 @@ use crate::lsm::column_family::{ColumnFamilyId, family_of};
 use crate::lsm::db_state::DbInner;
 use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::sst::{Table, TableBuilder};
-use crate::lsm::version::TableFile;
+use crate::lsm::version::{TableFile, table_file_name};
 use crate::storage::{FileWriter, WriteMode, block_on};
 
 /// A file being built streams its finished blocks to storage in pieces of this size, so flush and
@@ -128,7 +128,7 @@ impl<'a> TableSink<'a> {
 
     fn new_file_name(&self) -> (u64, String) {
         let number = self.db.new_file_number();
-        (number, format!("{number:012}-{:016x}.sst", self.db.session))
+        (number, table_file_name(number, self.db.session))
     }
 
     /// Drops the file being streamed (a failed flush or compaction leaves nothing behind).

@@ -5,11 +5,11 @@
 //! Injected failures happen before the call reaches the inner storage: the operation has no
 //! effect. Their message contains "injected fault" so tests can tell them from real errors.
 //!
-//! A kind can also be held ([`FaultStorage::hold`]): its calls wait at a gate, without blocking a
-//! thread, until released, so a test can stop a flush mid-way and act while it is stuck.
+//! A kind can also be held ([`FaultStorage::hold`], or only on some threads with
+//! [`FaultStorage::hold_on_threads`]): its calls wait at a gate, without blocking a thread, until
+//! released, so a test can stop a flush mid-way and act while it is stuck.
 
 use std::collections::HashMap;
-use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -99,7 +99,8 @@ struct FaultState {
     short_reads_done: u64,
     /// The kind of injected failures (transient unless a test says otherwise).
     error_kind: Option<ErrorKind>,
-    held: HashSet<OpKind>,
+    /// Held kinds, each for calls on threads whose name starts with its prefix (all for "").
+    held: HashMap<OpKind, String>,
     /// Calls waiting at the gate right now, per kind.
     waiting: HashMap<OpKind, u64>,
 }
@@ -176,13 +177,18 @@ impl Shared {
     }
 
     async fn pass_gate(&self, kind: OpKind) {
+        // Futures run to completion on the caller's thread (`block_on`), so this is the caller.
+        let thread = std::thread::current();
+        let holds = |prefix: &String| {
+            prefix.is_empty() || thread.name().is_some_and(|name| name.starts_with(prefix.as_str()))
+        };
         let mut counted = false;
         loop {
             // Created before the check: a release between the check and the await still wakes it.
             let released = self.0.released.notified();
             {
                 let mut state = self.lock();
-                if !state.held.contains(&kind) {
+                if !state.held.get(&kind).is_some_and(holds) {
                     if counted {
                         *state.waiting.entry(kind).or_default() -= 1;
                     }
@@ -252,7 +258,13 @@ impl FaultStorage {
 
     /// Calls of `kind` wait until [`FaultStorage::release`] (calls already past the gate go on).
     pub fn hold(&self, kind: OpKind) {
-        self.state.lock().held.insert(kind);
+        self.hold_on_threads(kind, "");
+    }
+
+    /// Calls of `kind` made on threads whose name starts with `prefix` (e.g. "forst-flush") wait
+    /// until [`FaultStorage::release`].
+    pub fn hold_on_threads(&self, kind: OpKind, prefix: &str) {
+        self.state.lock().held.insert(kind, prefix.to_string());
     }
 
     /// Lets held calls of every kind go on, and later ones pass.

@@ -14,9 +14,8 @@ use crate::lsm::locks::Recover;
 use crate::lsm::memtable::MemTable;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::sst::Located;
-use crate::lsm::version::manifest::{
-    FileRecord, ManifestData, manifest_path, split_location, write_manifest,
-};
+use crate::lsm::tombstone_files::{self, TOMBSTONE_LEVEL, TombstoneFile};
+use crate::lsm::version::manifest::{ManifestData, manifest_path, split_location, write_manifest};
 use crate::lsm::version::{ObsoleteFiles, TableFile, Version};
 use crate::storage::{StorageRef, block_on};
 use crate::{Error, Result};
@@ -36,14 +35,34 @@ impl DbInner {
         edit: impl FnOnce(&mut Version),
         flushed: Option<&Arc<MemTable>>,
     ) -> Result<()> {
+        let installed = self.try_install_version(
+            |version| {
+                edit(version);
+                true
+            },
+            flushed,
+        )?;
+        debug_assert!(installed);
+        Ok(())
+    }
+
+    /// As `install_version`, unless `edit` finds the current version is not the one its change
+    /// was made for and returns false: then nothing changes and false is returned.
+    pub(crate) fn try_install_version(
+        &self,
+        edit: impl FnOnce(&mut Version) -> bool,
+        flushed: Option<&Arc<MemTable>>,
+    ) -> Result<bool> {
         let mut meta = self.meta.lock().recover();
         let current = self.current().version.clone();
         let mut version = (*current).clone();
-        edit(&mut version);
+        if !edit(&mut version) {
+            return Ok(false);
+        }
         version.forget_spent_tombstones();
-        let kept: HashSet<u64> = version.files().map(|f| f.number).collect();
+        let kept: HashSet<u64> = version.all_files().map(|f| f.number).collect();
         let given_away: Vec<&Arc<TableFile>> = current
-            .files()
+            .all_files()
             .filter(|f| !kept.contains(&f.number) && !f.is_owned() && f.location().is_none())
             .collect();
         let released_before = meta.released.len();
@@ -65,19 +84,16 @@ impl DbInner {
         if let Some(memtable) = flushed {
             memtable.set_flushed_into(version.clone());
         }
-        self.cache.charge_tombstones(
-            old.tombstones.memory_size() as u64,
-            version.tombstones.memory_size() as u64,
-        );
+        self.cache.charge_tombstones(old.tombstone_memory(), version.tombstone_memory());
         *sv = Arc::new(SuperVersion::new(sv.mem.clone(), frozen, version));
         drop(sv);
         drop(meta);
-        old.files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());
+        old.all_files().filter(|f| !kept.contains(&f.number)).for_each(|f| f.mark_obsolete());
         if flushed.is_some() {
             self.charge_memtables();
         }
         self.notify_background();
-        Ok(())
+        Ok(true)
     }
 
     /// Gives `files` away (see `TableFile::disown`) and records it in a new manifest: those
@@ -95,7 +111,7 @@ impl DbInner {
             meta.hand_overs.entry(file.path.clone()).or_insert(checkpoint_id);
         }
         let current = self.current().version.clone();
-        let live: HashSet<u64> = current.files().map(|f| f.number).collect();
+        let live: HashSet<u64> = current.all_files().map(|f| f.number).collect();
         let released_before = meta.released.len();
         let dropped: Vec<&Arc<TableFile>> =
             disowned.iter().copied().filter(|f| !live.contains(&f.number)).collect();
@@ -123,7 +139,7 @@ impl DbInner {
         let current = self.current().version.clone();
         let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
         let live: Vec<&Arc<TableFile>> = current
-            .files()
+            .all_files()
             .filter(|f| wanted.contains(f.path.as_str()) && !f.is_owned() && f.location().is_none())
             .collect();
         let released_before = meta.released.clone();
@@ -161,7 +177,7 @@ impl DbInner {
     pub(crate) fn relocate(&self, copies: &HashMap<String, (StorageRef, String)>) -> Result<usize> {
         let current = self.current().version.clone();
         let mut candidates = Vec::new();
-        for file in current.files() {
+        for file in current.all_files() {
             let (Some(from), Some((storage, path))) = (file.location(), copies.get(&file.path))
             else {
                 continue;
@@ -213,13 +229,8 @@ impl DbInner {
             last_seq: self.visible_seq(),
             next_file_number: self.next_file_number.load(Ordering::Relaxed),
             column_families: self.column_families(),
-            tombstones: version.tombstones.clone(),
-            files: version
-                .levels
-                .iter()
-                .enumerate()
-                .flat_map(|(level, files)| files.iter().map(move |f| FileRecord::of(level, f)))
-                .collect(),
+            tombstones: version.unfiled_tombstones.clone(),
+            files: version.file_records(),
             released: meta.released.clone(),
             hand_overs: meta.hand_overs.iter().map(|(n, c)| (n.clone(), *c)).collect(),
         };
@@ -245,7 +256,8 @@ fn hold_released<'a>(meta: &mut MetaState, files: impl Iterator<Item = &'a Arc<T
     }
 }
 
-/// The version a manifest describes; no file is read (tables open on first use).
+/// The version a manifest describes. No data file is read (tables open on first use); the
+/// tombstone files are, for the range deletes they hold.
 pub(super) fn load_version(
     storage: &StorageRef,
     resolve: &dyn Fn(&str) -> Result<StorageRef>,
@@ -253,11 +265,11 @@ pub(super) fn load_version(
     obsolete_files: &Arc<ObsoleteFiles>,
     data: &ManifestData,
 ) -> Result<Version> {
-    let mut version = Version { tombstones: data.tombstones.clone(), ..Default::default() };
+    let mut version = Version::default();
     let mut elsewhere: HashMap<&str, StorageRef> = HashMap::new();
     for record in &data.files {
         let level = record.level as usize;
-        if level >= NUM_LEVELS {
+        if level >= NUM_LEVELS && record.level != TOMBSTONE_LEVEL {
             return Err(Error::corruption(
                 "manifest",
                 0,
@@ -277,7 +289,13 @@ pub(super) fn load_version(
             }
         };
         let file = TableFile::from_record(record, holder, cache.clone(), obsolete_files.clone());
-        version.levels[level].push(Arc::new(file));
+        match record.level {
+            TOMBSTONE_LEVEL => version.tombstone_files.push(TombstoneFile::load(Arc::new(file))?),
+            _ => version.levels[level].push(Arc::new(file)),
+        }
     }
+    version.unfiled_tombstones = data.tombstones.clone();
+    version.tombstones =
+        Arc::new(tombstone_files::union(&version.tombstone_files, &version.unfiled_tombstones));
     Ok(version)
 }

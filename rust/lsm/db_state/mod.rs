@@ -156,7 +156,7 @@ impl DbInner {
         }
         let obsolete_files = Arc::new(ObsoleteFiles::default());
         let version = install::load_version(&storage, resolve, &cache, &obsolete_files, &data)?;
-        cache.charge_tombstones(0, version.tombstones.memory_size() as u64);
+        cache.charge_tombstones(0, version.tombstone_memory());
         if manifest_number > 1 {
             // Left over from a crash between a manifest write and the cleanup after it.
             block_on(delete_manifests_before(storage.as_ref(), manifest_number - 1))?;

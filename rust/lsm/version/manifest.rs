@@ -14,6 +14,11 @@
 //!
 //! Format 5 added, after the released files, the hand-over records (see
 //! `ManifestData::hand_overs`); older manifests read with none.
+//!
+//! Format 6 added tombstone files (`lsm::tombstone_files`), listed among the files at level
+//! `TOMBSTONE_LEVEL`; the manifest lists range tombstones itself only when no such file holds
+//! them yet (read from an older manifest). Older manifests, whose tombstones are all inline, read
+//! unchanged.
 
 use std::sync::Arc;
 
@@ -23,12 +28,13 @@ use crate::lsm::column_family::ColumnFamilyId;
 use crate::lsm::key::SeqNo;
 use crate::lsm::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use crate::lsm::sst::TableProperties;
+use crate::lsm::tombstone_files::TOMBSTONE_LEVEL;
 use crate::lsm::version::{Bounds, TableFile};
 use crate::storage::{Storage, WriteMode};
 use crate::{Error, Result};
 
 const MAGIC: u64 = 0x464f_5253_544d_4e46; // "FORSTMNF"
-const FORMAT_VERSION: u32 = 5;
+const FORMAT_VERSION: u32 = 6;
 /// The oldest format `decode` reads (without ownership: every file owned).
 const OLDEST_FORMAT_VERSION: u32 = 2;
 const FLAG_EXTERNAL: u8 = 1;
@@ -88,8 +94,10 @@ pub struct ManifestData {
     pub last_seq: SeqNo,
     pub next_file_number: u64,
     pub column_families: Vec<(String, u32)>,
-    /// Written as fragments; a manifest of an older release may list overlapping tombstones,
-    /// which are fragmented when read.
+    /// The range tombstones the manifest lists itself: all of them up to format 5, since then
+    /// only those no tombstone file holds yet (`Version::unfiled_tombstones`). Written as
+    /// fragments; a manifest of an older release may list overlapping tombstones, which are
+    /// fragmented when read.
     pub tombstones: Arc<FragmentedTombstones>,
     pub files: Vec<FileRecord>,
     /// Files in the database's directory that no version lists any more and that the database
@@ -261,6 +269,9 @@ pub fn decode(path: &str, bytes: Bytes) -> Result<ManifestData> {
     data.tombstones = Arc::new(FragmentedTombstones::new(tombstones));
     for _ in 0..r.u32()? {
         let level = r.u8()?;
+        if level == TOMBSTONE_LEVEL && version < 6 {
+            return Err(bad(12, "tombstone file in a manifest older than format 6"));
+        }
         let number = r.u64()?;
         let path = r.string()?;
         let size = r.u64()?;
@@ -509,6 +520,26 @@ mod tests {
         assert_eq!(data.files[0].bounds, Some(Bounds::inclusive("k2".into(), "k8".into())));
         assert!(!data.files[0].owned);
         assert!(decode("m", manifest(BOUNDS_END_EXCLUSIVE)).is_err());
+    }
+
+    /// A tombstone file (format 6) reads back at its level; in an older manifest that level is
+    /// corruption, as no older release wrote it.
+    #[test]
+    fn tombstone_files_read_from_format_6_only() {
+        let mut data = sample();
+        data.files[0].level = TOMBSTONE_LEVEL;
+        assert_eq!(decode("m", encode(&data)).unwrap(), data);
+        let manifest = |version: u32| {
+            let mut body = one_file_body_up_to_bounds();
+            body[28] = TOMBSTONE_LEVEL; // the file's level, after the counters and counts
+            body.put_u8(NO_BOUNDS);
+            body.put_u8(0); // flags
+            body.put_u32_le(0); // released
+            body.put_u32_le(0); // hand-overs
+            framed(version, &body)
+        };
+        assert_eq!(decode("m", manifest(6)).unwrap().files[0].level, TOMBSTONE_LEVEL);
+        assert!(decode("m", manifest(5)).is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub use bounds::Bounds;
 pub(crate) use file_map::FileMap;
 pub use obsolete::{ObsoleteFiles, delete_orphans};
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,8 +24,16 @@ use crate::lsm::key::SeqNo;
 use crate::lsm::options::NUM_LEVELS;
 use crate::lsm::range_tombstone::FragmentedTombstones;
 use crate::lsm::sst::{Located, Table, TableProperties, TableSource};
+use crate::lsm::tombstone_files::{self, TOMBSTONE_LEVEL, TombstoneFile};
 use crate::lsm::version::manifest::{FileRecord, split_location};
 use crate::storage::{StorageRef, block_on};
+
+/// The name of table file `number` written by the database instance (or restore) `session`: a
+/// name never used before, so a restarted or concurrent instance can never overwrite a file
+/// another one (or a checkpoint) still references.
+pub fn table_file_name(number: u64, session: u64) -> String {
+    format!("{number:012}-{session:016x}.sst")
+}
 
 /// One live SST file.
 pub struct TableFile {
@@ -260,13 +269,42 @@ pub struct Version {
     /// Level 0 holds flushed files, newest first, possibly overlapping. Deeper levels each hold
     /// non-overlapping files sorted by smallest key.
     pub levels: [Vec<Arc<TableFile>>; NUM_LEVELS],
-    /// Range deletes flushed from memtables and not yet spent.
+    /// Range deletes flushed from memtables: exactly those of `tombstone_files` and
+    /// `unfiled_tombstones`, fragmented together (what reads search).
     pub tombstones: Arc<FragmentedTombstones>,
+    /// The files that hold them on storage (`lsm::tombstone_files`), oldest first.
+    pub tombstone_files: Vec<TombstoneFile>,
+    /// Range deletes no tombstone file holds: read from a manifest of format 5 or older, which
+    /// listed them itself. Manifests list them too until a flush writes them into a file.
+    pub unfiled_tombstones: Arc<FragmentedTombstones>,
 }
 
 impl Version {
+    /// The data files, level by level.
     pub fn files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
         self.levels.iter().flatten()
+    }
+
+    /// Every file the version holds: the data files, then the tombstone files. What ownership,
+    /// checkpoints and manifests deal with.
+    pub fn all_files(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.files().chain(self.tombstone_files.iter().map(|t| &t.file))
+    }
+
+    /// The manifest's records of every file (`all_files`).
+    pub fn file_records(&self) -> Vec<FileRecord> {
+        let levels = self.levels.iter().enumerate();
+        let data = levels.flat_map(|(level, files)| files.iter().map(move |f| (level, f)));
+        let tombstones = self.tombstone_files.iter().map(|t| (TOMBSTONE_LEVEL as usize, &t.file));
+        data.chain(tombstones).map(|(level, f)| FileRecord::of(level, f)).collect()
+    }
+
+    /// Heap bytes of the range deletes: the union and each file's own.
+    pub fn tombstone_memory(&self) -> u64 {
+        let files = self.tombstone_files.iter().map(|t| t.tombstones.memory_size());
+        (self.tombstones.memory_size()
+            + self.unfiled_tombstones.memory_size()
+            + files.sum::<usize>()) as u64
     }
 
     pub fn level_bytes(&self, level: usize) -> u64 {
@@ -283,19 +321,48 @@ impl Version {
         self.levels[level].iter().filter(|f| f.overlaps(smallest, largest)).cloned().collect()
     }
 
-    /// Drops the fragments of range deletes that can no longer delete anything: no file may hold
-    /// an entry they cover. (Memtables only hold entries newer than any flushed tombstone:
-    /// memtables flush in order.)
-    pub fn forget_spent_tombstones(&mut self) {
-        if self.tombstones.is_empty() {
-            return;
-        }
+    /// Which fragments of `tombstones` may still delete something: some file may hold an entry
+    /// they cover. (Memtables only hold entries newer than any flushed tombstone: memtables flush
+    /// in order.) The others are spent.
+    fn needed_tombstones(&self) -> Vec<bool> {
         let mut needed = vec![false; self.tombstones.len()];
         for file in self.files() {
             file.unapplied_tombstone_indices(&self.tombstones).for_each(|i| needed[i] = true);
         }
-        if needed.iter().any(|n| !n) {
-            self.tombstones = Arc::new(self.tombstones.retained(|i| needed[i]));
+        needed
+    }
+
+    /// The fragments of `tombstones` that may still delete something.
+    pub fn live_tombstones(&self) -> FragmentedTombstones {
+        let needed = self.needed_tombstones();
+        self.tombstones.retained(|i| needed[i])
+    }
+
+    /// Drops the tombstone files (and unfiled tombstones) none of whose range deletes may still
+    /// delete anything: none of their sequence numbers is carried by a fragment still needed.
+    /// Spent fragments of a file that is still needed stay (see `lsm::tombstone_files` for why).
+    pub fn forget_spent_tombstones(&mut self) {
+        if self.tombstones.is_empty() {
+            return;
+        }
+        let needed = self.needed_tombstones();
+        if needed.iter().all(|&n| n) {
+            return;
+        }
+        let needed_seqs: HashSet<SeqNo> =
+            (0..needed.len()).filter(|&i| needed[i]).map(|i| self.tombstones.get(i).seq).collect();
+        let still_needed =
+            |set: &FragmentedTombstones| set.iter().any(|f| needed_seqs.contains(&f.seq));
+        let before = self.tombstone_files.len();
+        self.tombstone_files.retain(|t| still_needed(&t.tombstones));
+        let unfiled_spent =
+            !self.unfiled_tombstones.is_empty() && !still_needed(&self.unfiled_tombstones);
+        if unfiled_spent {
+            self.unfiled_tombstones = Arc::default();
+        }
+        if self.tombstone_files.len() < before || unfiled_spent {
+            self.tombstones =
+                Arc::new(tombstone_files::union(&self.tombstone_files, &self.unfiled_tombstones));
         }
     }
 
