@@ -70,13 +70,12 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
     // Not bottommost: older versions of these keys may live in files. No TTL filter (see `ttl`).
     collapse_into(&mut memtable.iter(), tombstones, false, None, &mut sink)?;
     let files = sink.finish()?;
-    let mut filed = match file_tombstones(db, tombstones) {
-        Ok(filed) => filed,
-        Err(e) => {
-            files.iter().for_each(|f| f.mark_obsolete());
-            return Err(e);
-        }
+    // A failed flush leaves nothing behind.
+    let write_tombstones = || {
+        file_tombstones(db, tombstones)
+            .inspect_err(|_| files.iter().for_each(|f| f.mark_obsolete()))
     };
+    let mut filed = write_tombstones()?;
     #[cfg(feature = "failpoints")]
     crate::lsm::failpoints::FLUSH.hit();
     let data_bytes = files.iter().map(|f| f.size).sum::<u64>();
@@ -104,7 +103,7 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
         // A compaction forgot a tombstone file meanwhile: the new file may hold spent fragments
         // of it, which must never come back (see `lsm::tombstone_files`). Written again.
         filed.file.iter().for_each(|t| t.file.mark_obsolete());
-        filed = file_tombstones(db, tombstones)?;
+        filed = write_tombstones()?;
     }
     let tombstone_bytes = filed.file.as_ref().map_or(0, |t| t.file.size);
     let bytes_written = data_bytes + tombstone_bytes;
