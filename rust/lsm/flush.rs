@@ -90,9 +90,10 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
             if filed.replaces.is_some() {
                 version.tombstone_files.clear();
                 version.unfiled_tombstones = Arc::default();
-                version.tombstones = filed.content.clone();
-            } else if !filed.content.is_empty() {
-                version.tombstones = Arc::new(version.tombstones.merged_with(&filed.content));
+                version.tombstones =
+                    filed.file.as_ref().map(|t| t.tombstones.clone()).unwrap_or_default();
+            } else if let Some(new) = &filed.file {
+                version.tombstones = Arc::new(version.tombstones.merged_with(&new.tombstones));
             }
             version.tombstone_files.extend(filed.file.clone());
             true
@@ -119,10 +120,9 @@ fn flush_memtable(db: &DbInner, memtable: &Arc<MemTable>) -> Result<()> {
 
 /// The tombstone file a flush writes (`lsm::tombstone_files`).
 struct Filed {
+    /// None when no range delete needs one.
     file: Option<TombstoneFile>,
-    /// The range deletes it holds (none: no file).
-    content: Arc<FragmentedTombstones>,
-    /// Set when they are every live range delete: the file replaces these.
+    /// Set when the file holds every live range delete: it replaces these.
     replaces: Option<Replaced>,
 }
 
@@ -176,5 +176,5 @@ fn file_tombstones(db: &DbInner, tombstones: &Arc<FragmentedTombstones>) -> Resu
         true => None,
         false => Some(tombstone_files::write(db, content.clone())?),
     };
-    Ok(Filed { file, content, replaces })
+    Ok(Filed { file, replaces })
 }
