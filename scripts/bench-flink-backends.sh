@@ -8,6 +8,7 @@
 #   ours-local       ForSt-RS, primary dir on a local directory, no disk cache
 #   ours-threads     ours-local with executor.inline-coordinator: false (batches on executor
 #                    threads)
+#   ours-no-write-behind  ours-local with executor.write-behind: false (every write a round trip)
 #   ours-slow-cache  ForSt-RS on slowfs:// (SLOW_OPEN_US per open, SLOW_READ_US per read) with the
 #                    local disk cache (CACHE_SIZE)
 #   rocksdb          Flink's RocksDB on local disk: the baseline of every ratio
@@ -50,6 +51,11 @@ run() {
         cp="$jar:$cp"
         args=(--dir "file://$work/state" "${no_cache[@]}"
             --state.backend.forst.executor.inline-coordinator false)
+        ;;
+    ours-no-write-behind)
+        cp="$jar:$cp"
+        args=(--dir "file://$work/state" "${no_cache[@]}"
+            --state.backend.forst.executor.write-behind false)
         ;;
     ours-slow-cache)
         cp="$jar:$cp"

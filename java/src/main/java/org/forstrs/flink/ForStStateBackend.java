@@ -259,7 +259,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                                         options,
                                         config.isInlineCoordinator()
                                                 ? 0
-                                                : config.getBatchThreads()),
+                                                : config.getBatchThreads(),
+                                        config.isWriteBehind()),
                         ForStKeyedStateBackend::getNativeDb);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(

@@ -41,6 +41,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * clear removes what was put before it and nothing put after it. Each record reports what its
  * reads returned; the ForSt-RS backend (default executor settings) must report exactly what
  * Flink's HashMap backend reports for the same input, and both what a plain Java model predicts.
+ * Each record ends with writes issued when none of its requests is in flight, which ours lets
+ * complete at once and go with the next batch (executor.write-behind), then a read of them.
  */
 class UnchainedRequestsITCase {
 
@@ -58,7 +60,9 @@ class UnchainedRequestsITCase {
         "contains-removed", // contains(i - KEYS) right after remove(i - KEYS)
         "get-put", // get(i) after put(i, 3i)
         "empty", // isEmpty() after put(i) [and clear()], in rounds EMPTY_PUT and EMPTY_CLEAR
-        "entries" // entries() after put(i), put(i + 1), clear(), put(i + 2), in round ENTRIES
+        "entries", // entries() after put(i), put(i + 1), clear(), put(i + 2), in round ENTRIES
+        "behind-before", // value() of the state the previous record wrote after all its reads
+        "behind-after" // value() after update(-i) then update(i) [clear() every third round]
     };
 
     /*
@@ -94,6 +98,7 @@ class UnchainedRequestsITCase {
         private transient ListState<Long> list;
         private transient MapState<Long, Long> map;
         private transient MapState<Long, Long> scratch;
+        private transient ValueState<Long> behind;
 
         @Override
         public void open(OpenContext openContext) {
@@ -107,6 +112,7 @@ class UnchainedRequestsITCase {
                     getRuntimeContext()
                             .getMapState(
                                     new MapStateDescriptor<>("scratch", Types.LONG, Types.LONG));
+            behind = getRuntimeContext().getState(new ValueStateDescriptor<>("behind", Types.LONG));
         }
 
         @Override
@@ -164,7 +170,25 @@ class UnchainedRequestsITCase {
             } else {
                 seen[8] = NOT_ISSUED;
             }
-            StateFutureUtils.combineAll(reads).thenAccept(all -> out.collect(line(i, seen)));
+            reads.add(behind.asyncValue().thenAccept(v -> seen[9] = String.valueOf(v)));
+            // Once every read is answered nothing of the record is in flight: these writes
+            // complete when issued (executor.write-behind), and the read after them must see them.
+            StateFutureUtils.combineAll(reads)
+                    .thenCompose(
+                            all -> {
+                                behind.asyncUpdate(-i);
+                                if (round % 3 == 0) {
+                                    behind.asyncClear();
+                                } else {
+                                    behind.asyncUpdate(i);
+                                }
+                                return behind.asyncValue();
+                            })
+                    .thenAccept(
+                            v -> {
+                                seen[10] = String.valueOf(v);
+                                out.collect(line(i, seen));
+                            });
         }
     }
 
@@ -183,6 +207,7 @@ class UnchainedRequestsITCase {
         Map<Integer, Long> latest = new HashMap<>();
         Map<Integer, List<Long>> list = new HashMap<>();
         Map<Integer, Map<Long, Long>> map = new HashMap<>();
+        Map<Integer, Long> behind = new HashMap<>();
         for (long i = 0; i < RECORDS; i++) {
             int key = keyOf(i);
             long round = i / KEYS;
@@ -214,6 +239,13 @@ class UnchainedRequestsITCase {
                             ? String.valueOf(entries.isEmpty())
                             : NOT_ISSUED;
             seen[8] = round % 10 == ENTRIES ? new TreeMap<>(Map.of(i + 2, 3L)).toString() : NOT_ISSUED;
+            seen[9] = String.valueOf(behind.get(key));
+            if (round % 3 == 0) {
+                behind.remove(key);
+            } else {
+                behind.put(key, i);
+            }
+            seen[10] = String.valueOf(behind.get(key));
             lines.put(i, line(i, seen));
         }
         return lines;

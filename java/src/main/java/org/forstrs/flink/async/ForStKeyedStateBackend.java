@@ -10,6 +10,7 @@ import org.apache.flink.api.common.state.v2.StateDescriptor;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.runtime.asyncprocessing.StateExecutor;
+import org.apache.flink.runtime.asyncprocessing.StateExecutionController;
 import org.apache.flink.runtime.asyncprocessing.StateRequestHandler;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.state.AsyncKeyedStateBackend;
@@ -52,6 +53,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.annotation.Nonnull;
+import javax.annotation.Nullable;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -82,6 +84,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     private final TtlTimeProvider ttlTimeProvider;
     private final HeapPriorityQueuesManager priorityQueues;
     private final int executorThreads;
+    private final boolean writeBehind;
 
     private final Map<String, InternalKeyedState<K, ?, ?>> statesById = new HashMap<>();
     private final Map<String, StateDescriptor.Type> typesById = new HashMap<>();
@@ -102,6 +105,12 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
 
     private final Object lock = new Object();
     private final List<ForStStateExecutor> executors = new ArrayList<>();
+
+    /**
+     * The executor running this backend's batches on the task thread, where writes may go behind
+     * ({@link WriteBehindHandler}); null unless it is the only one (one controller per operator).
+     */
+    @Nullable private volatile ForStStateExecutor inlineExecutor;
     private boolean disposed;
 
     private StateRequestHandler stateRequestHandler;
@@ -115,6 +124,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             KeyGroupRange keyGroupRange,
             TtlTimeProvider ttlTimeProvider,
             int executorThreads,
+            boolean writeBehind,
             Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos,
             Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
         this.db = db;
@@ -127,6 +137,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         this.keyGroupRange = keyGroupRange;
         this.ttlTimeProvider = ttlTimeProvider;
         this.executorThreads = executorThreads;
+        this.writeBehind = writeBehind;
         this.priorityQueues =
                 new HeapPriorityQueuesManager(
                         // timers of a canonical savepoint; native ones come via the timer service
@@ -161,13 +172,16 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
      * removed first), restored from the parameters' state handles if there are any.
      *
      * @param executorThreads threads per state executor; 0: batches run on the task thread
+     * @param writeBehind with batches on the task thread: writes may complete at once and go with
+     *     the next batch ({@link WriteBehindHandler})
      */
     public static <K> ForStKeyedStateBackend<K> open(
             KeyedStateBackendParameters<K> parameters,
             ExecutionConfig executionConfig,
             String dbUri,
             String[] nativeOptions,
-            int executorThreads)
+            int executorThreads,
+            boolean writeBehind)
             throws Exception {
         ForStRestoreOperation.Restored<K> restored =
                 ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
@@ -181,6 +195,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                     parameters.getKeyGroupRange(),
                     parameters.getTtlTimeProvider(),
                     executorThreads,
+                    writeBehind,
                     restored.stateMetaInfos(),
                     restored.timerQueues());
         } catch (Throwable t) {
@@ -194,15 +209,37 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         return dbUri;
     }
 
-    /** The backend's database, for tests that look at what it stores. */
+    /**
+     * The backend's database, for tests that look at what it stores: on the task thread, with
+     * every write of a completed request applied.
+     */
     @VisibleForTesting
     public NativeDb getNativeDb() {
+        flushWritesBehind();
         return db;
+    }
+
+    /** Applies the writes that went behind (task thread): the store then holds every write. */
+    private void flushWritesBehind() {
+        List<ForStStateExecutor> all;
+        synchronized (lock) {
+            all = List.copyOf(executors);
+        }
+        for (ForStStateExecutor executor : all) {
+            executor.flushWritesBehind();
+        }
     }
 
     @Override
     public void setup(@Nonnull StateRequestHandler stateRequestHandler) {
-        this.stateRequestHandler = stateRequestHandler;
+        this.stateRequestHandler =
+                writeBehind
+                                && executorThreads == 0
+                                && stateRequestHandler instanceof StateExecutionController
+                        ? new WriteBehindHandler(
+                                (StateExecutionController<?>) stateRequestHandler,
+                                () -> inlineExecutor)
+                        : stateRequestHandler;
     }
 
     @Override
@@ -387,8 +424,11 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 throw new FlinkRuntimeException(
                         "Cannot create a state executor: the ForSt-RS keyed backend is disposed");
             }
+            // A second executor would run batches that do not carry the first one's writes.
+            flushWritesBehind();
             ForStStateExecutor executor = new ForStStateExecutor(db, executorThreads);
             executors.add(executor);
+            inlineExecutor = executors.size() == 1 && executor.runsInline() ? executor : null;
             return executor;
         }
     }
@@ -424,6 +464,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                                 + ")");
             }
         }
+        flushWritesBehind();
         return snapshotRunner.snapshot(checkpointId, timestamp, streamFactory, checkpointOptions);
     }
 
@@ -475,6 +516,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                 executor.shutdown();
             }
             executors.clear();
+            inlineExecutor = null;
             try {
                 db.close();
             } catch (Throwable t) {

@@ -1,5 +1,6 @@
 package org.forstrs.flink.async;
 
+import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.runtime.asyncprocessing.AsyncRequestContainer;
 import org.apache.flink.runtime.asyncprocessing.StateExecutor;
 import org.apache.flink.runtime.asyncprocessing.StateRequest;
@@ -46,6 +47,9 @@ final class ForStStateExecutor implements StateExecutor {
 
     private static final int INITIAL_REQUEST_BYTES = 64 << 10;
     private static final int INITIAL_RESPONSE_BYTES = 64 << 10;
+
+    /** Bytes of writes behind that make them go to the store at once, without waiting for a batch. */
+    private static final int WRITES_BEHIND_FLUSH_BYTES = 256 << 10;
     private static final AtomicInteger EXECUTOR_IDS = new AtomicInteger();
 
     private final NativeDb db;
@@ -55,10 +59,26 @@ final class ForStStateExecutor implements StateExecutor {
     private final ConcurrentLinkedQueue<Buffers> idleBuffers = new ConcurrentLinkedQueue<>();
     private volatile boolean shutdown;
 
+    /**
+     * Batches on the task thread only: writes that completed when issued ({@link
+     * WriteBehindHandler}), encoded in issue order; the next batch carries them ahead of its own
+     * requests. Task thread only.
+     */
+    private final BatchEncoder writesBehind = new BatchEncoder(INITIAL_REQUEST_BYTES);
+
+    /**
+     * Why a batch carrying writes behind failed: their futures completed already, so every later
+     * request fails with it rather than run on a store that lacks them.
+     */
+    @Nullable private Throwable lostWrites;
+
     /** Batches run and requests in them (including single sync requests). */
     private final AtomicLong batches = new AtomicLong();
 
     private final AtomicLong requestsRun = new AtomicLong();
+
+    /** Writes that completed when issued and went with a later batch. */
+    private final AtomicLong writesBehindRun = new AtomicLong();
 
     /**
      * @param threadCount threads running batches; 0 runs each batch on the calling thread
@@ -66,6 +86,7 @@ final class ForStStateExecutor implements StateExecutor {
     ForStStateExecutor(NativeDb db, int threadCount) {
         this.db = db;
         this.maxInFlight = Math.max(1, threadCount);
+        writesBehind.begin();
         if (threadCount == 0) {
             this.threads = null;
         } else {
@@ -190,10 +211,12 @@ final class ForStStateExecutor implements StateExecutor {
         if (!shutdown) {
             long n = batches.get();
             LOG.debug(
-                    "ForSt-RS state executor shutting down: {} batches, {} requests ({} per batch)",
+                    "ForSt-RS state executor shutting down: {} batches, {} requests ({} per batch),"
+                            + " {} writes behind",
                     n,
                     requestsRun.get(),
-                    n == 0 ? 0 : requestsRun.get() / n);
+                    n == 0 ? 0 : requestsRun.get() / n,
+                    writesBehindRun.get());
         }
         shutdown = true;
         if (threads != null) {
@@ -209,6 +232,58 @@ final class ForStStateExecutor implements StateExecutor {
         idleBuffers.clear();
     }
 
+    /** Whether batches run on the calling task thread (then writes may go behind). */
+    boolean runsInline() {
+        return threads == null;
+    }
+
+    /**
+     * Encodes a write whose future its caller completed already; the next batch applies it first.
+     * Task thread, batches inline only.
+     */
+    void writeBehind(StateRequest<?, ?, ?, ?> request) {
+        if (lostWrites != null) {
+            throw lostWritesError();
+        }
+        long mark = writesBehind.mark();
+        try {
+            stateOf(request).encode(request, writesBehind);
+        } catch (Throwable t) {
+            writesBehind.reset(mark);
+            throw new IllegalStateException(
+                    "ForSt-RS failed to encode " + request.getRequestType(), t);
+        }
+        writesBehindRun.incrementAndGet();
+        if (writesBehind.size() >= WRITES_BEHIND_FLUSH_BYTES) {
+            flushWritesBehind();
+        }
+    }
+
+    /**
+     * Applies the writes behind now: before anything reads the store other than through a batch
+     * (a checkpoint). Task thread; throws if they could not be applied.
+     */
+    void flushWritesBehind() {
+        if (writesBehind.count() == 0) {
+            return;
+        }
+        run(Collections.emptyList(), null);
+        if (lostWrites != null) {
+            throw lostWritesError();
+        }
+    }
+
+    /** Writes behind that no batch has carried yet. */
+    @VisibleForTesting
+    int pendingWritesBehind() {
+        return writesBehind.count();
+    }
+
+    private IllegalStateException lostWritesError() {
+        return new IllegalStateException(
+                "ForSt-RS could not apply writes whose requests had completed", lostWrites);
+    }
+
     boolean isShutdown() {
         return shutdown;
     }
@@ -222,6 +297,10 @@ final class ForStStateExecutor implements StateExecutor {
      */
     private void run(
             List<StateRequest<?, ?, ?, ?>> requests, @Nullable BatchOrder.Ticket ticket) {
+        if (lostWrites != null) {
+            failAll(requests, 0, lostWritesError());
+            return;
+        }
         batches.incrementAndGet();
         requestsRun.addAndGet(requests.size());
         Buffers buffers = idleBuffers.poll();
@@ -230,9 +309,17 @@ final class ForStStateExecutor implements StateExecutor {
         }
         List<StateRequest<?, ?, ?, ?>> encoded = new ArrayList<>(requests.size());
         int completed = 0;
+        boolean carriesWritesBehind = writesBehind.count() > 0;
+        boolean applied = false;
         try {
             BatchEncoder enc = buffers.request;
             enc.begin();
+            if (carriesWritesBehind) {
+                // Taken before the batch's own requests are encoded: a request completed by this
+                // batch may issue writes behind again, which the next batch carries.
+                enc.append(writesBehind);
+                writesBehind.begin();
+            }
             for (StateRequest<?, ?, ?, ?> request : requests) {
                 long mark = enc.mark();
                 try {
@@ -240,10 +327,11 @@ final class ForStStateExecutor implements StateExecutor {
                     encoded.add(request);
                 } catch (Throwable t) {
                     enc.reset(mark);
+                    completedInline(request);
                     Requests.fail(request, t);
                 }
             }
-            if (encoded.isEmpty()) {
+            if (encoded.isEmpty() && !carriesWritesBehind) {
                 return;
             }
             int count = enc.count();
@@ -266,15 +354,20 @@ final class ForStStateExecutor implements StateExecutor {
                                     + buffers.response.capacity());
                 }
             }
+            applied = true;
             if (ticket != null) {
                 ticket.finish();
             }
             BatchDecoder dec = new BatchDecoder(buffers.response, (int) written, count);
             for (StateRequest<?, ?, ?, ?> request : encoded) {
+                completedInline(request);
                 stateOf(request).complete(request, dec);
                 completed++;
             }
         } catch (Throwable t) {
+            if (carriesWritesBehind && !applied) {
+                lostWrites = t;
+            }
             failAll(encoded, completed, t);
         } finally {
             if (!shutdown) {
@@ -296,8 +389,16 @@ final class ForStStateExecutor implements StateExecutor {
                         + ")");
     }
 
-    private static void failAll(List<StateRequest<?, ?, ?, ?>> requests, int from, Throwable t) {
+    /** Batches on the task thread: the record's request is no longer in flight. */
+    private void completedInline(StateRequest<?, ?, ?, ?> request) {
+        if (threads == null) {
+            RecordSlot.completed(request.getRecordContext());
+        }
+    }
+
+    private void failAll(List<StateRequest<?, ?, ?, ?>> requests, int from, Throwable t) {
         for (int i = from; i < requests.size(); i++) {
+            completedInline(requests.get(i));
             try {
                 Requests.fail(requests.get(i), t);
             } catch (Throwable suppressed) {

@@ -9,8 +9,9 @@ import java.util.concurrent.CompletableFuture;
  * extra slot (Flink leaves that slot to the state backend; Flink's ForSt caches its serialized key
  * there too).
  *
- * <p>Created only by {@link BatchOrder#register}, on the task thread, before the batch is handed
- * to the executor's threads: those only ever find it, so no two slots of one context can race.
+ * <p>Created on the task thread only: by {@link BatchOrder#register}, before the batch is handed
+ * to the executor's threads (those only ever find it, so no two slots of one context can race),
+ * or by {@link WriteBehindHandler} when batches run on the task thread.
  */
 final class RecordSlot {
 
@@ -23,7 +24,33 @@ final class RecordSlot {
     /** The record's serialized key in the default namespace, once an executor thread built it. */
     volatile byte[] defaultNamespaceKey;
 
+    /**
+     * With batches on the task thread ({@link WriteBehindHandler}): the record's requests handed to
+     * the controller and not completed yet, and whether one was answered (the record then holds
+     * its key until it is done). Task thread only.
+     */
+    private int inFlight;
+
+    private boolean answered;
+
     private RecordSlot() {}
+
+    void issued() {
+        inFlight++;
+    }
+
+    /** One of the record's requests completed (or failed) in a batch run on the task thread. */
+    static void completed(RecordContext<?> context) {
+        RecordSlot slot = find(context);
+        if (slot != null) {
+            slot.inFlight--;
+            slot.answered = true;
+        }
+    }
+
+    boolean holdsKeyWithNothingInFlight() {
+        return answered && inFlight == 0;
+    }
 
     /** The context's slot, if a batch of the record was registered. */
     static RecordSlot find(RecordContext<?> context) {

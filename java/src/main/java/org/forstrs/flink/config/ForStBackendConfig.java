@@ -59,6 +59,7 @@ public final class ForStBackendConfig implements Serializable {
     @Nullable private final MemorySize fixedPerTm;
     private final double writeBufferRatio;
     private final boolean inlineCoordinator;
+    private final boolean writeBehind;
     private final int batchThreads;
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
@@ -86,6 +87,7 @@ public final class ForStBackendConfig implements Serializable {
             @Nullable MemorySize fixedPerTm,
             double writeBufferRatio,
             boolean inlineCoordinator,
+            boolean writeBehind,
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
@@ -104,6 +106,7 @@ public final class ForStBackendConfig implements Serializable {
         this.fixedPerTm = fixedPerTm;
         this.writeBufferRatio = writeBufferRatio;
         this.inlineCoordinator = inlineCoordinator;
+        this.writeBehind = writeBehind;
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
@@ -185,6 +188,7 @@ public final class ForStBackendConfig implements Serializable {
                 perTm,
                 ratio,
                 inline,
+                get(config, ForStOptions.EXECUTOR_WRITE_BEHIND),
                 threads,
                 forceProxy,
                 syncEnforceLocal,
@@ -490,6 +494,10 @@ public final class ForStBackendConfig implements Serializable {
         return inlineCoordinator;
     }
 
+    public boolean isWriteBehind() {
+        return writeBehind;
+    }
+
     public int getBatchThreads() {
         return batchThreads;
     }
@@ -552,6 +560,8 @@ public final class ForStBackendConfig implements Serializable {
                 + writeBufferRatio
                 + ", inlineCoordinator="
                 + inlineCoordinator
+                + ", writeBehind="
+                + writeBehind
                 + ", batchThreads="
                 + batchThreads
                 + ", forceProxy="

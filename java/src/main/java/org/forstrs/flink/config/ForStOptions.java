@@ -103,6 +103,17 @@ public final class ForStOptions {
                                     + " batches to other threads was slower in every case"
                                     + " measured (docs/benchmarks.md).");
 
+    public static final ConfigOption<Boolean> EXECUTOR_WRITE_BEHIND =
+            ConfigOptions.key(PREFIX + "executor.write-behind")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "With executor.inline-coordinator: a write of a record that holds"
+                                    + " its key and has no other request in flight (the"
+                                    + " write after a read) completes at once and goes to"
+                                    + " the store at the head of the next batch, instead of"
+                                    + " making a round trip of its own. Order is kept.");
+
     public static final ConfigOption<Integer> EXECUTOR_BATCH_THREADS =
             ConfigOptions.key(PREFIX + "executor.batch-threads")
                     .intType()
@@ -297,6 +308,7 @@ public final class ForStOptions {
                     HIGH_PRIORITY_POOL_RATIO,
                     USE_PARTITIONED_INDEX_FILTERS,
                     EXECUTOR_INLINE_COORDINATOR,
+                    EXECUTOR_WRITE_BEHIND,
                     EXECUTOR_INLINE_WRITE,
                     EXECUTOR_READ_IO_PARALLELISM,
                     EXECUTOR_WRITE_IO_PARALLELISM,

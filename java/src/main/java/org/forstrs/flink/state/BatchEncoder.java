@@ -46,6 +46,19 @@ public final class BatchEncoder {
         return count;
     }
 
+    /** Bytes written since {@link #begin()}, header included. */
+    public int size() {
+        return buffer.position();
+    }
+
+    /** Appends the ops of {@code other} (begun, not finished) after the ops written so far. */
+    public void append(BatchEncoder other) {
+        ByteBuffer ops = other.buffer.duplicate().flip().position(HEADER);
+        ensure(ops.remaining());
+        buffer.put(ops);
+        count += other.count;
+    }
+
     /** Position and op count, for {@link #reset}. */
     public long mark() {
         return ((long) count << 32) | buffer.position();
