@@ -12,6 +12,7 @@
 #   forst-local       Flink's ForSt (C++, 2.3.0) on a local directory, no disk cache
 #   forst-slow-cache  Flink's ForSt on the same slowfs:// with its disk cache (CACHE_SIZE)
 #   hashmap           Flink's heap backend (the state must fit in the JVM's heap)
+#   ours-no-write-behind  ours-local with executor.write-behind: false (every write a round trip)
 # SQL operators use async state on ForSt-RS (but ours-sync) and Flink's ForSt and synchronous state
 # on the others.
 # Prints each run, then per query the medians of events/s and each subject's ratio to RocksDB, and
@@ -20,7 +21,8 @@
 # cores), MANAGED (32m), QUERIES (q0 and the 14 stateful ones), ROUNDS (2),
 # PARALLELISM (2), CACHE_SIZE (1gb), SLOW_OPEN_US (1500), SLOW_READ_US (1500), HEAP and
 # HASHMAP_HEAP (each JVM's fixed heap, as a TaskManager's: lib/bench-jvm.sh heap_args).
-# Results: bench-results/nexmark/ (events/s, CPU seconds and peak RSS per round; charts per storage).
+# Results: bench-results/nexmark/ (events/s, CPU seconds and peak RSS per round; charts per storage),
+# or bench-results/$RESULTS_NAME/ for a run that is not the whole table (nexmark-write-behind).
 source "$(dirname "$0")/lib/bench-jvm.sh" nexmark
 rounds=${ROUNDS:-2}
 events=${EVENTS:-1000000}
@@ -47,6 +49,11 @@ run() {
         cp="$jar:$cp" args=(--dir "file://$work/state" "${no_cache[@]}" --async-state false)
         ;;
     ours-slow-cache) cp="$jar:$cp" args=("${slow_cache[@]}") ;;
+    ours-no-write-behind)
+        cp="$jar:$cp"
+        args=(--dir "file://$work/state" "${no_cache[@]}"
+            --state.backend.forst.executor.write-behind false)
+        ;;
     rocksdb) args=(--backend rocksdb) ;;
     forst-local) args=(--dir "file://$work/state" "${no_cache[@]}") ;;
     forst-slow-cache) args=("${slow_cache[@]}") ;;
@@ -140,7 +147,7 @@ for query in "${queries[@]}"; do
 done
 for pair in ours-local:rocksdb ours-sync:rocksdb ours-slow-cache:rocksdb forst-local:rocksdb \
     forst-slow-cache:rocksdb hashmap:rocksdb ours-local:forst-local ours-sync:forst-local \
-    ours-slow-cache:forst-slow-cache; do
+    ours-slow-cache:forst-slow-cache ours-local:ours-no-write-behind; do
     IFS=: read -r subject baseline <<<"$pair"
     has "$subject" && has "$baseline" || continue
     ratios=$(geomean_rounds "$subject" "$baseline")
@@ -150,4 +157,4 @@ for pair in ours-local:rocksdb ours-sync:rocksdb ours-slow-cache:rocksdb forst-l
         --unit ratio --better higher --baseline "$baseline" --ratio-rounds $ratios \
         --label query=geomean
 done
-bench_write nexmark
+bench_write "${RESULTS_NAME:-nexmark}"
