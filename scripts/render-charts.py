@@ -388,6 +388,11 @@ def charts(runs):
             "sync.svg", "Synchronous state (State V1): ForSt-RS vs Flink's RocksDB", r,
             lambda m: m["name"], subtitle="whisker: the rounds' range"),
         "nexmark": chart_nexmark,
+        "nexmark-write-behind": lambda r: simple_ratios(
+            "nexmark-write-behind.svg", "Nexmark: ForSt-RS with writes behind on and off", {
+                **r, "measurements": [m for m in r["measurements"] if m["name"].endswith("events/s")]},
+            lambda m: m["labels"]["query"], lambda m: f"{m['subject']} / {m['baseline']['name']}",
+            subtitle="events/s against Flink's RocksDB, and on against off (geomean)"),
         "timers": lambda r: simple_ratios(
             "timers.svg", "Timers: ForSt-RS vs Flink's RocksDB timers", r,
             lambda m: m["labels"]["phase"], lambda m: m["subject"]),
