@@ -209,13 +209,9 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         return dbUri;
     }
 
-    /**
-     * The backend's database, for tests that look at what it stores: on the task thread, with
-     * every write of a completed request applied.
-     */
+    /** The backend's database, for tests that look at what it stores. */
     @VisibleForTesting
     public NativeDb getNativeDb() {
-        flushWritesBehind();
         return db;
     }
 

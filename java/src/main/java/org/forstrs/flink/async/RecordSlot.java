@@ -52,7 +52,7 @@ final class RecordSlot {
         return answered && inFlight == 0;
     }
 
-    /** The context's slot, if a batch of the record was registered. */
+    /** The context's slot, if it has one. */
     static RecordSlot find(RecordContext<?> context) {
         Object extra = context.getExtra();
         return extra instanceof RecordSlot ? (RecordSlot) extra : null;
