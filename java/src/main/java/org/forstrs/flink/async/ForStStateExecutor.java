@@ -298,6 +298,7 @@ final class ForStStateExecutor implements StateExecutor {
     private void run(
             List<StateRequest<?, ?, ?, ?>> requests, @Nullable BatchOrder.Ticket ticket) {
         if (lostWrites != null) {
+            requests.forEach(this::completedInline);
             failAll(requests, 0, lostWritesError());
             return;
         }
@@ -309,6 +310,7 @@ final class ForStStateExecutor implements StateExecutor {
         }
         List<StateRequest<?, ?, ?, ?>> encoded = new ArrayList<>(requests.size());
         int completed = 0;
+        int settled = 0; // requests no longer counted in flight on their record
         boolean carriesWritesBehind = writesBehind.count() > 0;
         boolean applied = false;
         try {
@@ -360,7 +362,9 @@ final class ForStStateExecutor implements StateExecutor {
             }
             BatchDecoder dec = new BatchDecoder(buffers.response, (int) written, count);
             for (StateRequest<?, ?, ?, ?> request : encoded) {
+                // before its callbacks run: a write they issue may go behind
                 completedInline(request);
+                settled++;
                 stateOf(request).complete(request, dec);
                 completed++;
             }
@@ -368,6 +372,7 @@ final class ForStStateExecutor implements StateExecutor {
             if (carriesWritesBehind && !applied) {
                 lostWrites = t;
             }
+            encoded.subList(settled, encoded.size()).forEach(this::completedInline);
             failAll(encoded, completed, t);
         } finally {
             if (!shutdown) {
@@ -396,9 +401,8 @@ final class ForStStateExecutor implements StateExecutor {
         }
     }
 
-    private void failAll(List<StateRequest<?, ?, ?, ?>> requests, int from, Throwable t) {
+    private static void failAll(List<StateRequest<?, ?, ?, ?>> requests, int from, Throwable t) {
         for (int i = from; i < requests.size(); i++) {
-            completedInline(requests.get(i));
             try {
                 Requests.fail(requests.get(i), t);
             } catch (Throwable suppressed) {

@@ -109,6 +109,14 @@ class WriteBehindTest {
         return ((InternalAsyncFuture<?>) future).isDone();
     }
 
+    /** A record of {@code key} that reads it and, once answered, writes {@code written}. */
+    private void readThenWrite(String key, long written) {
+        RecordContext<String> context = record(key);
+        value.asyncValue().thenAccept(v -> value.asyncUpdate(written));
+        runBatch();
+        context.release();
+    }
+
     /** Reads the key in a record of its own and returns what it saw. */
     private Long read(String key) {
         RecordContext<String> context = record(key);
@@ -139,10 +147,7 @@ class WriteBehindTest {
 
     @Test
     void aWriteWhileAReadOfTheRecordIsInFlightTakesItsRoundTrip() {
-        RecordContext<String> first = record("alice");
-        value.asyncValue().thenAccept(v -> value.asyncUpdate(5L));
-        runBatch();
-        first.release();
+        readThenWrite("alice", 5L);
 
         RecordContext<String> context = record("alice");
         AtomicReference<Long> before = new AtomicReference<>(-1L);
@@ -170,10 +175,7 @@ class WriteBehindTest {
 
     @Test
     void flushingAppliesTheWritesBehindWithoutABatch() {
-        RecordContext<String> context = record("alice");
-        value.asyncValue().thenAccept(v -> value.asyncUpdate(9L));
-        runBatch();
-        context.release();
+        readThenWrite("alice", 9L);
         assertThat(executor.pendingWritesBehind()).isEqualTo(1);
         executor.flushWritesBehind();
         assertThat(executor.pendingWritesBehind()).isZero();
@@ -183,10 +185,7 @@ class WriteBehindTest {
 
     @Test
     void writesThatCouldNotBeAppliedFailEveryLaterRequest() {
-        RecordContext<String> context = record("alice");
-        value.asyncValue().thenAccept(v -> value.asyncUpdate(1L));
-        runBatch();
-        context.release();
+        readThenWrite("alice", 1L);
         assertThat(executor.pendingWritesBehind()).isEqualTo(1);
         db.close();
 
