@@ -9,6 +9,7 @@
 #   ours-threads     ours-local with executor.inline-coordinator: false (batches on executor
 #                    threads)
 #   ours-no-write-behind  ours-local with executor.write-behind: false (every write a round trip)
+#   ours-batched     ours-local with executor.run-at-issue: false (every request batched)
 #   ours-slow-cache  ForSt-RS on slowfs:// (SLOW_OPEN_US per open, SLOW_READ_US per read) with the
 #                    local disk cache (CACHE_SIZE)
 #   rocksdb          Flink's RocksDB on local disk: the baseline of every ratio
@@ -56,6 +57,11 @@ run() {
         cp="$jar:$cp"
         args=(--dir "file://$work/state" "${no_cache[@]}"
             --state.backend.forst.executor.write-behind false)
+        ;;
+    ours-batched)
+        cp="$jar:$cp"
+        args=(--dir "file://$work/state" "${no_cache[@]}"
+            --state.backend.forst.executor.run-at-issue false)
         ;;
     ours-slow-cache)
         cp="$jar:$cp"

@@ -13,6 +13,7 @@
 #   forst-slow-cache  Flink's ForSt on the same slowfs:// with its disk cache (CACHE_SIZE)
 #   hashmap           Flink's heap backend (the state must fit in the JVM's heap)
 #   ours-no-write-behind  ours-local with executor.write-behind: false (every write a round trip)
+#   ours-batched      ours-local with executor.run-at-issue: false (every request batched)
 # SQL operators use async state on ForSt-RS (but ours-sync) and Flink's ForSt and synchronous state
 # on the others.
 # Prints each run, then per query the medians of events/s and each subject's ratio to RocksDB, and
@@ -53,6 +54,11 @@ run() {
         cp="$jar:$cp"
         args=(--dir "file://$work/state" "${no_cache[@]}"
             --state.backend.forst.executor.write-behind false)
+        ;;
+    ours-batched)
+        cp="$jar:$cp"
+        args=(--dir "file://$work/state" "${no_cache[@]}"
+            --state.backend.forst.executor.run-at-issue false)
         ;;
     rocksdb) args=(--backend rocksdb) ;;
     forst-local) args=(--dir "file://$work/state" "${no_cache[@]}") ;;
@@ -147,7 +153,8 @@ for query in "${queries[@]}"; do
 done
 for pair in ours-local:rocksdb ours-sync:rocksdb ours-slow-cache:rocksdb forst-local:rocksdb \
     forst-slow-cache:rocksdb hashmap:rocksdb ours-local:forst-local ours-sync:forst-local \
-    ours-slow-cache:forst-slow-cache ours-local:ours-no-write-behind; do
+    ours-slow-cache:forst-slow-cache ours-local:ours-no-write-behind \
+    ours-local:ours-batched; do
     IFS=: read -r subject baseline <<<"$pair"
     has "$subject" && has "$baseline" || continue
     ratios=$(geomean_rounds "$subject" "$baseline")

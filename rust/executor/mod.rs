@@ -58,7 +58,11 @@ pub fn execute_batch(
         .zip(&scan_ends)
         .map(|(r, end)| (&r.cf, scan::start_key(r), end.as_deref()))
         .collect();
-    let mut store_values = db.multi_get_and_prefetch(&store_reads, &scans)?.into_iter();
+    let reads = db.multi_get_and_prefetch(&store_reads, &scans)?;
+    if reads.waited {
+        out.flags(wire::WAITED_ON_STORAGE);
+    }
+    let mut store_values = reads.values.into_iter();
 
     let mut batch = WriteBatch::new();
     for (at, (request, seen)) in requests.iter().zip(seen).enumerate() {

@@ -313,3 +313,49 @@ fn random_batches_equal_sequential_execution() {
         }
     }
 }
+
+/// The flag of a response, from its header (`wire::ResponseWriter::flags`).
+fn response_flags(db: &Db, families: &FamilyRegistry, enc: &RequestEncoder) -> u32 {
+    let mut response = vec![0u8; 1 << 16];
+    let n = execute_batch(db, families, &enc.finish(), &mut response).unwrap();
+    assert!(n >= 12);
+    u32::from_le_bytes(response[8..12].try_into().unwrap())
+}
+
+#[test]
+fn a_response_says_whether_a_read_waited_for_storage() {
+    use crate::storage::{Latency, LatencyStorage};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let inner = open_storage("memory://executor-waited", &StorageOptions::default()).unwrap();
+    let slow = Arc::new(LatencyStorage::new(inner, Latency::per_call(Duration::from_millis(1))));
+    // No block cache: every read of a flushed key goes to the storage.
+    let options = DbOptions { block_cache_bytes: 0, ..DbOptions::default() };
+    let db = Db::open_with_storage(slow, options).unwrap();
+    let families = FamilyRegistry::new();
+    let values = families.register(db.create_cf("values").unwrap());
+    let cf = families.get(values).unwrap();
+    db.put(&cf, b"flushed", b"f").unwrap();
+    db.flush().unwrap();
+    db.put(&cf, b"in-memory", b"m").unwrap();
+
+    let mut in_memory = RequestEncoder::new();
+    in_memory.push(Op::Get, values, b"in-memory", None);
+    assert_eq!(response_flags(&db, &families, &in_memory), 0, "the memtable answers at once");
+
+    let mut flushed = RequestEncoder::new();
+    flushed.push(Op::Get, values, b"flushed", None);
+    assert_eq!(
+        response_flags(&db, &families, &flushed),
+        wire::WAITED_ON_STORAGE,
+        "a block from the slow storage is waited for"
+    );
+    let ops = [Op::Get];
+    let mut response = vec![0u8; 1 << 16];
+    let n = execute_batch(&db, &families, &flushed.finish(), &mut response).unwrap();
+    assert_eq!(
+        decode_responses(&response[..n as usize], &ops).unwrap(),
+        vec![Response::Value(Some(b"f".to_vec()))]
+    );
+}

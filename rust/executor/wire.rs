@@ -9,7 +9,9 @@ use crate::{Error, Result};
 use super::FamilyRegistry;
 
 pub const REQUEST_MAGIC: u32 = 0x4642_5131; // "FBQ1"
-pub const RESPONSE_MAGIC: u32 = 0x4642_5231; // "FBR1"
+pub const RESPONSE_MAGIC: u32 = 0x4642_5232; // "FBR2"
+/// Response flag: a read of the batch waited for storage (see `Reads::waited`).
+pub const WAITED_ON_STORAGE: u32 = 1;
 const NO_VALUE: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +135,15 @@ impl<'a> ResponseWriter<'a> {
         let mut w = ResponseWriter { buf, len: 0 };
         w.put_u32(RESPONSE_MAGIC);
         w.put_u32(count as u32);
+        w.put_u32(0); // flags, set by `flags`
         w
+    }
+
+    /// Sets the header's flags.
+    pub fn flags(&mut self, flags: u32) {
+        if let Some(dst) = self.buf.get_mut(8..12) {
+            dst.copy_from_slice(&flags.to_le_bytes());
+        }
     }
 
     fn put(&mut self, bytes: &[u8]) {
@@ -246,10 +256,11 @@ pub enum Response {
 pub fn decode_responses(mut buf: &[u8], ops: &[Op]) -> Result<Vec<Response>> {
     let short = || Error::invalid("truncated response");
     let need = |buf: &[u8], n: usize| if buf.len() < n { Err(short()) } else { Ok(()) };
-    need(buf, 8)?;
+    need(buf, 12)?;
     if buf.get_u32_le() != RESPONSE_MAGIC || buf.get_u32_le() as usize != ops.len() {
         return Err(Error::invalid("bad response header"));
     }
+    buf.get_u32_le(); // flags
     let bytes = |buf: &mut &[u8]| -> Result<Vec<u8>> {
         need(buf, 4)?;
         let len = buf.get_u32_le() as usize;

@@ -7,8 +7,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use once_cell::sync::Lazy;
 
@@ -54,11 +54,17 @@ pub struct Registry<T> {
     /// What a handle names, for messages ("database").
     what: &'static str,
     objects: Lazy<RwLock<HashMap<i64, Arc<T>>>>,
+    /// Handles removed so far: a lookup remembered from before a removal is looked up again.
+    removals: AtomicU64,
 }
 
 impl<T> Registry<T> {
     pub(super) const fn new(what: &'static str) -> Self {
-        Registry { what, objects: Lazy::new(|| RwLock::new(HashMap::new())) }
+        Registry {
+            what,
+            objects: Lazy::new(|| RwLock::new(HashMap::new())),
+            removals: AtomicU64::new(0),
+        }
     }
 
     /// Registers an object and returns its handle (always > 0).
@@ -80,6 +86,7 @@ impl<T> Registry<T> {
     /// Removes the handle; later lookups fail. A call still holding the object finishes with it.
     pub fn remove(&self, handle: i64) -> JniResult<Arc<T>> {
         let removed = self.objects.write().recover().remove(&handle);
+        self.removals.fetch_add(1, Ordering::Release);
         removed.ok_or_else(|| {
             Failure::IllegalState(format!(
                 "{} handle {handle} is unknown or already closed",
@@ -150,9 +157,33 @@ pub(super) fn forget_touched(mark: usize, failure: Option<&Error>) {
     touched.iter().for_each(|handle| handle.db.inner.fail(failure.clone()));
 }
 
+thread_local! {
+    /// The database this thread's last call looked up, with `DATABASES`' removals then. A task
+    /// thread calls into its one database per request; the registry's lock is shared by all
+    /// threads, and taking it for reading writes its cache line.
+    static LAST_DATABASE: RefCell<Option<(i64, u64, Weak<DbHandle>)>> =
+        const { RefCell::new(None) };
+}
+
 /// The database behind `handle`, entered ([`InDb`]).
 pub fn database(handle: i64) -> JniResult<InDb> {
-    Ok(InDb::enter(DATABASES.get(handle)?))
+    // Read before the lookup: a removal after this point is seen by the next call, as it would
+    // be had this call taken the registry's lock just before the removal.
+    let removals = DATABASES.removals.load(Ordering::Acquire);
+    let remembered = LAST_DATABASE.with(|last| match &*last.borrow() {
+        Some((h, r, db)) if *h == handle && *r == removals => db.upgrade(),
+        _ => None,
+    });
+    let db = match remembered {
+        Some(db) => db,
+        None => {
+            let db = DATABASES.get(handle)?;
+            LAST_DATABASE
+                .with(|last| *last.borrow_mut() = Some((handle, removals, Arc::downgrade(&db))));
+            db
+        }
+    };
+    Ok(InDb::enter(db))
 }
 
 /// A checkpoint Java is taking; the mutex serializes its asynchronous steps.

@@ -14,7 +14,7 @@ use crate::lsm::db_iterator::DbIterator;
 use crate::lsm::db_state::DbInner;
 use crate::lsm::locks::Recover;
 use crate::lsm::options::{DbOptions, NUM_LEVELS};
-use crate::lsm::read::ScanRange;
+use crate::lsm::read::{Reads, ScanRange};
 use crate::lsm::stats::DbStats;
 use crate::lsm::ttl::TtlFilter;
 use crate::lsm::writer_lock;
@@ -132,13 +132,13 @@ impl Db {
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         self.inner.check_family(cf)?;
         let key = prefixed_key(cf.id, key);
-        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key), &[])?.pop().flatten())
+        Ok(read::multi_get(&self.inner, std::slice::from_ref(&key), &[])?.values.pop().flatten())
     }
 
     /// Reads many keys of any column families at once; their block reads from storage are
     /// issued concurrently. Results are in the order of `keys`.
     pub fn multi_get(&self, keys: &[(&ColumnFamily, &[u8])]) -> Result<Vec<Option<Bytes>>> {
-        self.multi_get_and_prefetch(keys, &[])
+        Ok(self.multi_get_and_prefetch(keys, &[])?.values)
     }
 
     /// `multi_get`, with the first blocks of the prefix scans the caller runs next loaded into
@@ -148,7 +148,7 @@ impl Db {
         &self,
         keys: &[(&ColumnFamily, &[u8])],
         scans: &[ScanBounds<'_>],
-    ) -> Result<Vec<Option<Bytes>>> {
+    ) -> Result<Reads> {
         keys.iter().try_for_each(|(cf, _)| self.inner.check_family(cf))?;
         scans.iter().try_for_each(|(cf, _, _)| self.inner.check_family(cf))?;
         let keys: Vec<Bytes> = keys.iter().map(|(cf, key)| prefixed_key(cf.id, key)).collect();

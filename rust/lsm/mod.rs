@@ -57,6 +57,7 @@ pub use db::Db;
 pub use db_iterator::DbIterator;
 pub use destroy::{AfterFailover, Leave, delete_database};
 pub use options::DbOptions;
+pub use read::Reads;
 pub use restore::{KeyGroupLayout, KeyGroups, RestoreSource, restore};
 pub use stats::{DbStats, EXPORTED_STATS};
 pub use ttl::{ListElementFilter, SystemClock, TtlClock, TtlFilter, TtlLayout};

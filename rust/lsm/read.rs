@@ -20,7 +20,7 @@ use crate::lsm::key::{SeqNo, ValueKind};
 use crate::lsm::resolve::VersionResolver;
 use crate::lsm::sst::{BlockHandle, Bloom, Index, Table, hash64};
 use crate::lsm::version::{TableFile, Version};
-use crate::storage::block_on;
+use crate::storage::{block_on, io_runtime};
 
 /// Data bytes a scan prefetches per file: the first blocks of a map's entries or a timer
 /// queue's head, not a whole range.
@@ -32,27 +32,31 @@ pub(crate) struct ScanRange {
     pub end: Bytes,
 }
 
+/// What a multi-get read: the values, in the order of its keys, and whether it waited for storage.
+pub struct Reads {
+    pub values: Vec<Option<Bytes>>,
+    /// Whether a read (or a scan's prefetch) had to wait for storage: the memtables, the block
+    /// cache and a local disk answer at once, the DFS and the Flink file systems do not.
+    pub waited: bool,
+}
+
 /// Values of prefixed `keys`, in order; meanwhile the first blocks of `scans` are loaded into the
 /// block cache, all of it one flight of requests.
-pub(crate) fn multi_get(
-    db: &DbInner,
-    keys: &[Bytes],
-    scans: &[ScanRange],
-) -> Result<Vec<Option<Bytes>>> {
+pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes], scans: &[ScanRange]) -> Result<Reads> {
     db.check_open()?;
     let (snapshot, sv) = read_view(db);
-    let mut results = vec![None; keys.len()];
+    let mut values = vec![None; keys.len()];
     let mut pending = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         let mut resolver = VersionResolver::new(covering_seq(&sv, key, snapshot));
         if resolve_in_memtables(&sv, key, snapshot, &mut resolver) {
-            results[i] = resolver.into_value();
+            values[i] = resolver.into_value();
         } else {
             pending.push((i, key, resolver));
         }
     }
     if pending.is_empty() && scans.is_empty() {
-        return Ok(results);
+        return Ok(Reads { values, waited: false });
     }
     // In key order, lookups that land in the same file partition or block follow each other and
     // find its index, filter and block still in the CPU's caches.
@@ -62,31 +66,42 @@ pub(crate) fn multi_get(
     let memo = &PartitionMemo::default();
     // Prefetched blocks must still be cached when their scans run.
     let prefetch_budget = db.cache.block_capacity() / 4;
-    block_on(async {
-        // Each lookup runs as far as it can at once: one whose blocks are cached or on a local
-        // disk finishes there, and only those waiting for storage stay in the join. A join of
-        // every lookup would hold all their states (a few KiB each) at once.
-        let mut waiting = Vec::new();
-        for (i, key, mut resolver) in pending {
-            let mut lookup = Box::pin(async move {
-                resolve_in_files(sv, key, snapshot, &mut resolver, memo).await?;
-                Ok::<_, crate::Error>((i, resolver.into_value()))
-            });
-            match (&mut lookup).now_or_never() {
-                Some(done) => {
-                    let (i, value) = done?;
-                    results[i] = value;
-                }
-                None => waiting.push(lookup),
+    // Everything runs as far as it can at once, in the runtime's context (a cache miss may start
+    // storage work) but outside `block_on`, whose entry costs more than a cached lookup. A lookup
+    // whose blocks are cached or on a local disk finishes there; only those waiting for storage
+    // stay in the join. (A join of every lookup would hold all their states, a few KiB each, at
+    // once.)
+    let in_runtime = io_runtime().enter();
+    let mut waiting = Vec::new();
+    for (i, key, mut resolver) in pending {
+        let mut lookup = Box::pin(async move {
+            resolve_in_files(sv, key, snapshot, &mut resolver, memo).await?;
+            Ok::<_, crate::Error>((i, resolver.into_value()))
+        });
+        match (&mut lookup).now_or_never() {
+            Some(done) => {
+                let (i, value) = done?;
+                values[i] = value;
             }
+            None => waiting.push(lookup),
         }
-        let prefetch = prefetch_scans(version, scans, prefetch_budget);
-        let (values, ()) = try_join(try_join_all(waiting), prefetch).await?;
-        for (i, value) in values {
-            results[i] = value;
+    }
+    if waiting.is_empty() && scans.is_empty() {
+        return Ok(Reads { values, waited: false });
+    }
+    let mut rest =
+        Box::pin(try_join(try_join_all(waiting), prefetch_scans(version, scans, prefetch_budget)));
+    let (found, waited) = match (&mut rest).now_or_never() {
+        Some(done) => (done?.0, false),
+        None => {
+            drop(in_runtime);
+            (block_on(rest)?.0, true)
         }
-        Ok(results)
-    })
+    };
+    for (i, value) in found {
+        values[i] = value;
+    }
+    Ok(Reads { values, waited })
 }
 
 /// Loads the first blocks of every scan into the block cache, at most `budget` bytes: the tables'

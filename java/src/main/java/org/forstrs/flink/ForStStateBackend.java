@@ -260,7 +260,8 @@ public class ForStStateBackend extends AbstractManagedMemoryStateBackend
                                         config.isInlineCoordinator()
                                                 ? 0
                                                 : config.getBatchThreads(),
-                                        config.isWriteBehind()),
+                                        config.isWriteBehind(),
+                                        config.isRunAtIssue()),
                         ForStKeyedStateBackend::getNativeDb);
         backend.getNativeDb().handedOverFiles().setScope(config.getHandOverScope());
         NativeMetricMonitor.register(

@@ -21,7 +21,7 @@ public final class TestBatch {
     public static final byte PREFIX_EXISTS = 7;
 
     private static final int REQUEST_MAGIC = 0x46425131;
-    private static final int RESPONSE_MAGIC = 0x46425231;
+    private static final int RESPONSE_MAGIC = 0x46425232;
     private static final int NO_VALUE = 0xFFFF_FFFF;
 
     private final ByteBuffer body =
@@ -64,6 +64,7 @@ public final class TestBatch {
         if (in.getInt() != RESPONSE_MAGIC || in.getInt() != ops.size()) {
             throw new IllegalStateException("bad response header");
         }
+        in.getInt(); // flags
         final List<Object> out = new ArrayList<>();
         for (byte op : ops) {
             switch (op) {

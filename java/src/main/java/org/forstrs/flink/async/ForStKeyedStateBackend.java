@@ -85,6 +85,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     private final HeapPriorityQueuesManager priorityQueues;
     private final int executorThreads;
     private final boolean writeBehind;
+    private final boolean runAtIssue;
 
     private final Map<String, InternalKeyedState<K, ?, ?>> statesById = new HashMap<>();
     private final Map<String, StateDescriptor.Type> typesById = new HashMap<>();
@@ -108,7 +109,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
 
     /**
      * The executor running this backend's batches on the task thread, where writes may go behind
-     * ({@link WriteBehindHandler}); null unless it is the only one (one controller per operator).
+     * ({@link TaskThreadRequestHandler}); null unless it is the only one (one controller per operator).
      */
     @Nullable private volatile ForStStateExecutor inlineExecutor;
     private boolean disposed;
@@ -125,6 +126,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             TtlTimeProvider ttlTimeProvider,
             int executorThreads,
             boolean writeBehind,
+            boolean runAtIssue,
             Map<String, RegisteredKeyValueStateBackendMetaInfo<?, ?>> restoredStateMetaInfos,
             Map<String, HeapPriorityQueueSnapshotRestoreWrapper<?>> restoredTimerQueues) {
         this.db = db;
@@ -138,6 +140,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
         this.ttlTimeProvider = ttlTimeProvider;
         this.executorThreads = executorThreads;
         this.writeBehind = writeBehind;
+        this.runAtIssue = runAtIssue;
         this.priorityQueues =
                 new HeapPriorityQueuesManager(
                         // timers of a canonical savepoint; native ones come via the timer service
@@ -173,7 +176,9 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
      *
      * @param executorThreads threads per state executor; 0: batches run on the task thread
      * @param writeBehind with batches on the task thread: writes may complete at once and go with
-     *     the next batch ({@link WriteBehindHandler})
+     *     the next batch ({@link TaskThreadRequestHandler})
+     * @param runAtIssue with batches on the task thread: a request of a key no other record holds
+     *     runs when issued ({@link TaskThreadRequestHandler})
      */
     public static <K> ForStKeyedStateBackend<K> open(
             KeyedStateBackendParameters<K> parameters,
@@ -181,7 +186,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
             String dbUri,
             String[] nativeOptions,
             int executorThreads,
-            boolean writeBehind)
+            boolean writeBehind,
+            boolean runAtIssue)
             throws Exception {
         ForStRestoreOperation.Restored<K> restored =
                 ForStRestoreOperation.openDatabase(parameters, dbUri, nativeOptions);
@@ -196,6 +202,7 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
                     parameters.getTtlTimeProvider(),
                     executorThreads,
                     writeBehind,
+                    runAtIssue,
                     restored.stateMetaInfos(),
                     restored.timerQueues());
         } catch (Throwable t) {
@@ -229,12 +236,14 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
     @Override
     public void setup(@Nonnull StateRequestHandler stateRequestHandler) {
         this.stateRequestHandler =
-                writeBehind
+                (writeBehind || runAtIssue)
                                 && executorThreads == 0
                                 && stateRequestHandler instanceof StateExecutionController
-                        ? new WriteBehindHandler(
+                        ? new TaskThreadRequestHandler(
                                 (StateExecutionController<?>) stateRequestHandler,
-                                () -> inlineExecutor)
+                                () -> inlineExecutor,
+                                writeBehind,
+                                runAtIssue)
                         : stateRequestHandler;
     }
 

@@ -61,7 +61,7 @@ final class ForStStateExecutor implements StateExecutor {
 
     /**
      * Batches on the task thread only: writes that completed when issued ({@link
-     * WriteBehindHandler}), encoded in issue order; the next batch carries them ahead of its own
+     * TaskThreadRequestHandler}), encoded in issue order; the next batch carries them ahead of its own
      * requests. Task thread only.
      */
     private final BatchEncoder writesBehind = new BatchEncoder(INITIAL_REQUEST_BYTES);
@@ -71,6 +71,9 @@ final class ForStStateExecutor implements StateExecutor {
      * request fails with it rather than run on a store that lacks them.
      */
     @Nullable private Throwable lostWrites;
+
+    /** Whether a read of the latest batch waited for storage. Task thread, batches inline only. */
+    private boolean lastBatchWaitedOnStorage;
 
     /** Batches run and requests in them (including single sync requests). */
     private final AtomicLong batches = new AtomicLong();
@@ -232,6 +235,14 @@ final class ForStStateExecutor implements StateExecutor {
         idleBuffers.clear();
     }
 
+    /**
+     * Whether the latest batch's reads were all answered at once, from memory or a local disk:
+     * then a request may as well run when issued. Task thread, batches inline only.
+     */
+    boolean readsAnswerAtOnce() {
+        return !lastBatchWaitedOnStorage;
+    }
+
     /** Whether batches run on the calling task thread (then writes may go behind). */
     boolean runsInline() {
         return threads == null;
@@ -361,6 +372,7 @@ final class ForStStateExecutor implements StateExecutor {
                 ticket.finish();
             }
             BatchDecoder dec = new BatchDecoder(buffers.response, (int) written, count);
+            lastBatchWaitedOnStorage = dec.waitedOnStorage();
             for (StateRequest<?, ?, ?, ?> request : encoded) {
                 // before its callbacks run: a write they issue may go behind
                 completedInline(request);

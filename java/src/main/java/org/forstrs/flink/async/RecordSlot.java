@@ -11,7 +11,7 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Created on the task thread only: by {@link BatchOrder#register}, before the batch is handed
  * to the executor's threads (those only ever find it, so no two slots of one context can race),
- * or by {@link WriteBehindHandler} when batches run on the task thread.
+ * or by {@link TaskThreadRequestHandler} when batches run on the task thread.
  */
 final class RecordSlot {
 
@@ -25,7 +25,7 @@ final class RecordSlot {
     volatile byte[] defaultNamespaceKey;
 
     /**
-     * With batches on the task thread ({@link WriteBehindHandler}): the record's requests handed to
+     * With batches on the task thread ({@link TaskThreadRequestHandler}): the record's requests handed to
      * the controller and not completed yet, and whether one was answered (the record then holds
      * its key until it is done). Task thread only.
      */

@@ -60,6 +60,7 @@ public final class ForStBackendConfig implements Serializable {
     private final double writeBufferRatio;
     private final boolean inlineCoordinator;
     private final boolean writeBehind;
+    private final boolean runAtIssue;
     private final int batchThreads;
     private final boolean forceProxy;
     private final boolean syncEnforceLocal;
@@ -88,6 +89,7 @@ public final class ForStBackendConfig implements Serializable {
             double writeBufferRatio,
             boolean inlineCoordinator,
             boolean writeBehind,
+            boolean runAtIssue,
             int batchThreads,
             boolean forceProxy,
             boolean syncEnforceLocal,
@@ -107,6 +109,7 @@ public final class ForStBackendConfig implements Serializable {
         this.writeBufferRatio = writeBufferRatio;
         this.inlineCoordinator = inlineCoordinator;
         this.writeBehind = writeBehind;
+        this.runAtIssue = runAtIssue;
         this.batchThreads = batchThreads;
         this.forceProxy = forceProxy;
         this.syncEnforceLocal = syncEnforceLocal;
@@ -189,6 +192,7 @@ public final class ForStBackendConfig implements Serializable {
                 ratio,
                 inline,
                 get(config, ForStOptions.EXECUTOR_WRITE_BEHIND),
+                get(config, ForStOptions.EXECUTOR_RUN_AT_ISSUE),
                 threads,
                 forceProxy,
                 syncEnforceLocal,
@@ -498,6 +502,10 @@ public final class ForStBackendConfig implements Serializable {
         return writeBehind;
     }
 
+    public boolean isRunAtIssue() {
+        return runAtIssue;
+    }
+
     public int getBatchThreads() {
         return batchThreads;
     }
@@ -562,6 +570,8 @@ public final class ForStBackendConfig implements Serializable {
                 + inlineCoordinator
                 + ", writeBehind="
                 + writeBehind
+                + ", runAtIssue="
+                + runAtIssue
                 + ", batchThreads="
                 + batchThreads
                 + ", forceProxy="

@@ -114,6 +114,21 @@ public final class ForStOptions {
                                     + " the store at the head of the next batch, instead of"
                                     + " making a round trip of its own. Order is kept.");
 
+    public static final ConfigOption<Boolean> EXECUTOR_RUN_AT_ISSUE =
+            ConfigOptions.key(PREFIX + "executor.run-at-issue")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "With executor.inline-coordinator: a request whose key no other"
+                                    + " record holds runs on the task thread when it is"
+                                    + " issued, as on a synchronous backend, so its"
+                                    + " callbacks run at once instead of through Flink's"
+                                    + " mailbox; a request of a held key waits for it as"
+                                    + " before. Only while reads are answered from memory or"
+                                    + " a local disk: once a read waits for storage,"
+                                    + " requests are batched again (their reads in one"
+                                    + " flight) until a batch no longer waits.");
+
     public static final ConfigOption<Integer> EXECUTOR_BATCH_THREADS =
             ConfigOptions.key(PREFIX + "executor.batch-threads")
                     .intType()
@@ -309,6 +324,7 @@ public final class ForStOptions {
                     USE_PARTITIONED_INDEX_FILTERS,
                     EXECUTOR_INLINE_COORDINATOR,
                     EXECUTOR_WRITE_BEHIND,
+                    EXECUTOR_RUN_AT_ISSUE,
                     EXECUTOR_INLINE_WRITE,
                     EXECUTOR_READ_IO_PARALLELISM,
                     EXECUTOR_WRITE_IO_PARALLELISM,

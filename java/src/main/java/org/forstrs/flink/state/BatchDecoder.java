@@ -6,9 +6,13 @@ import java.nio.ByteOrder;
 /** Reads a batch response (docs/BATCH_WIRE_FORMAT.md) from a direct buffer. */
 public final class BatchDecoder {
 
-    static final int MAGIC = 0x46425231;
+    static final int MAGIC = 0x46425232;
+
+    /** Flag: a read of the batch waited for storage (not answered from memory or a local disk). */
+    private static final int WAITED_ON_STORAGE = 1;
 
     private final ByteBuffer buffer;
+    private final int flags;
 
     /** Checks the header of {@code response[0, length)}; returns the decoder at the first entry. */
     public BatchDecoder(ByteBuffer response, int length, int expectedCount) {
@@ -23,6 +27,12 @@ public final class BatchDecoder {
                                     + " %08x, %d)",
                             magic, count, MAGIC, expectedCount));
         }
+        flags = buffer.getInt();
+    }
+
+    /** Whether a read of the batch waited for storage: the memtables, cache and disk lacked it. */
+    public boolean waitedOnStorage() {
+        return (flags & WAITED_ON_STORAGE) != 0;
     }
 
     public boolean readBoolean() {

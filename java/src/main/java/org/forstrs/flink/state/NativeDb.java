@@ -187,7 +187,8 @@ public final class NativeDb implements Closeable {
         }
     }
 
-    void flush() {
+    /** Writes the memtables to SST files now. */
+    public void flush() {
         lock.readLock().lock();
         try {
             checkOpen();

@@ -15,6 +15,7 @@ import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 
 import org.forstrs.flink.state.NativeDb;
+import org.forstrs.fs.bench.SlowFileSystem;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -30,12 +31,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * Writes behind ({@link WriteBehindHandler}) through Flink's own controller, batches on the task
- * thread: which writes complete at once, that the next batch applies them before its own requests,
- * that a write issued while the record waits for a read takes its round trip, and that writes
- * which could not be applied fail every later request.
+ * {@link TaskThreadRequestHandler} through Flink's own controller, batches on the task thread.
+ * Writes behind: which writes complete at once, that the next batch applies them before its own
+ * requests, that a write issued while the record waits for a read takes its round trip, and that
+ * writes which could not be applied fail every later request. Running at issue: a request of a
+ * free key completes before its callbacks are registered, one of a held key waits for the record
+ * holding it, and reads that wait for storage are batched again.
  */
-class WriteBehindTest {
+class TaskThreadRequestHandlerTest {
 
     private static final int MAX_PARALLELISM = 128;
 
@@ -49,8 +52,14 @@ class WriteBehindTest {
     private int records;
 
     @BeforeEach
-    void open() {
-        db = NativeDb.open(dir.toUri().toString(), new String[0]);
+    void openBatched() {
+        open(dir.toUri().toString(), new String[0], false);
+    }
+
+    /** Opens the database at {@code uri} and the handler's state on it, closing the earlier. */
+    private void open(String uri, String[] options, boolean runAtIssue) {
+        close();
+        db = NativeDb.open(uri, options);
         executor = new ForStStateExecutor(db, 0);
         controller =
                 new StateExecutionController<>(
@@ -78,7 +87,7 @@ class WriteBehindTest {
                         VoidNamespace.INSTANCE);
         value =
                 new ForStValueState<>(
-                        new WriteBehindHandler(controller, () -> executor),
+                        new TaskThreadRequestHandler(controller, () -> executor, true, runAtIssue),
                         LongSerializer.INSTANCE,
                         db.createColumnFamily("value"),
                         keys);
@@ -86,8 +95,10 @@ class WriteBehindTest {
 
     @AfterEach
     void close() {
-        executor.shutdown();
-        if (!db.isClosed()) {
+        if (executor != null) {
+            executor.shutdown();
+        }
+        if (db != null && !db.isClosed()) {
             db.close();
         }
     }
@@ -198,5 +209,75 @@ class WriteBehindTest {
         next.release();
         assertThat(errors).isNotEmpty();
         assertThat(errors.get(0)).hasStackTraceContaining("could not apply writes");
+    }
+
+    @Test
+    void aRequestOfAFreeKeyRunsAtIssueAndItsCallbacksRunAtOnce() {
+        open(dir.toUri().toString(), new String[0], true);
+        RecordContext<String> context = record("alice");
+        AtomicReference<Long> seen = new AtomicReference<>(-1L);
+        StateFuture<Long> get = value.asyncValue();
+        assertThat(isDone(get)).as("answered before a callback is registered").isTrue();
+        get.thenAccept(
+                v -> {
+                    seen.set(v);
+                    value.asyncUpdate(4L);
+                });
+        assertThat(seen.get()).as("the callback ran at once, without a batch").isNull();
+        assertThat(executor.pendingWritesBehind()).as("the write went behind").isEqualTo(1);
+        context.release();
+
+        RecordContext<String> next = record("alice");
+        StateFuture<Long> again = value.asyncValue();
+        assertThat(isDone(again)).isTrue();
+        again.thenAccept(seen::set);
+        next.release();
+        assertThat(seen.get()).as("the read carried the write ahead of it").isEqualTo(4L);
+        assertThat(executor.pendingWritesBehind()).isZero();
+        assertThat(errors).isEmpty();
+    }
+
+    @Test
+    void aRequestOfAHeldKeyRunsWhenTheRecordHoldingItIsDone() {
+        open(dir.toUri().toString(), new String[0], true);
+        RecordContext<String> holder = record("alice");
+        value.asyncValue().thenAccept(v -> value.asyncUpdate(8L));
+
+        RecordContext<String> waiter = record("alice");
+        AtomicReference<Long> seen = new AtomicReference<>(-1L);
+        StateFuture<Long> get = value.asyncValue();
+        get.thenAccept(seen::set);
+        assertThat(isDone(get)).as("the first record still holds the key").isFalse();
+        holder.release();
+        assertThat(isDone(get)).as("run once the key was free").isTrue();
+        assertThat(seen.get()).as("after the holder's write").isEqualTo(8L);
+        waiter.release();
+        assertThat(errors).isEmpty();
+    }
+
+    @Test
+    void readsThatWaitForStorageAreBatchedAgain(@TempDir Path remote) {
+        // A Flink file system standing in for a DFS, and no block cache: a read of a flushed key
+        // waits for storage, a read the memtable answers does not.
+        String uri = SlowFileSystem.SCHEME + "://" + remote.toAbsolutePath();
+        open(uri, new String[] {"block-cache-bytes", "0"}, true);
+        readThenWrite("alice", 1L);
+        executor.flushWritesBehind();
+        db.flush();
+        assertThat(read("alice")).isEqualTo(1L);
+
+        RecordContext<String> context = record("bob");
+        StateFuture<Long> get = value.asyncValue();
+        assertThat(isDone(get)).as("batched: the last batch waited for storage").isFalse();
+        runBatch();
+        assertThat(isDone(get)).isTrue();
+        context.release();
+
+        // a batch the memtable answered: requests run at issue again
+        readThenWrite("carol", 2L);
+        RecordContext<String> last = record("carol");
+        assertThat(isDone(value.asyncValue())).isTrue();
+        last.release();
+        assertThat(errors).isEmpty();
     }
 }

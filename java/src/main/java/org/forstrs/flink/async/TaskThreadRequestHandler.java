@@ -18,20 +18,31 @@ import java.util.Set;
 import java.util.function.Supplier;
 
 /**
- * The handler our states issue requests through when batches run on the task thread: a write
- * whose record holds its key and has no request in flight completes at once and waits, encoded,
- * at the head of the next batch ({@link ForStStateExecutor#writeBehind}) instead of making a round
- * trip of its own. A record's read-then-write of a key (an update, a reduce, an add) then costs one
- * batch, not two, and a record of a hot key no longer waits a round trip for its write.
+ * The handler our states issue requests through when batches run on the task thread. Two things
+ * it does that Flink's controller alone would not:
+ *
+ * <ul>
+ *   <li>Writes behind ({@code executor.write-behind}): a write whose record holds its key and has
+ *       no request in flight completes at once and waits, encoded, at the head of the next batch
+ *       ({@link ForStStateExecutor#writeBehind}) instead of making a round trip of its own. A
+ *       record's read-then-write of a key (an update, a reduce, an add) then costs one batch, not
+ *       two, and a record of a hot key no longer waits a round trip for its write.
+ *   <li>Running at issue ({@code executor.run-at-issue}): any other request goes to the controller
+ *       as a synchronous one, which runs it at once if no other record holds its key (else when
+ *       the key is free, as before). Its future is then complete before the caller registers
+ *       callbacks on it, so they run at once instead of each through Flink's mailbox, as on a
+ *       synchronous backend. This holds only while reads are answered from memory or a local
+ *       disk: once a batch waited for storage, requests are batched (their reads go out in one
+ *       flight) until a batch no longer waits.
+ * </ul>
  *
  * <p>Order is kept. A record that holds its key (one of its requests was answered, so the
  * controller let it occupy the key) is the only record of that key with requests in flight, and
  * with none of its own in flight nothing issued before the write is still waiting; everything
  * issued after the write runs in a later batch, which applies the write first. Every other
- * request goes to the controller as before, counted on the record's {@link RecordSlot} until it
- * completes.
+ * request goes to the controller, counted on the record's {@link RecordSlot} until it completes.
  */
-final class WriteBehindHandler implements StateRequestHandler {
+final class TaskThreadRequestHandler implements StateRequestHandler {
 
     /** Requests that only write, computed in full on the Java side, and answer nothing. */
     private static final Set<StateRequestType> PLAIN_WRITES =
@@ -49,16 +60,26 @@ final class WriteBehindHandler implements StateRequestHandler {
 
     private final StateExecutionController<?> controller;
     private final Supplier<ForStStateExecutor> executor;
+    private final boolean writeBehind;
+    private final boolean runAtIssue;
 
     /**
      * @param controller Flink's controller, where every other request goes
      * @param executor the one executor running this backend's batches on the task thread, or null
      *     when there is none (then every request goes to the controller)
+     * @param writeBehind whether writes may go behind
+     * @param runAtIssue whether a request goes to the controller as a synchronous one: it runs at
+     *     once when its key is free, so callbacks registered on it run at once
      */
-    WriteBehindHandler(
-            StateExecutionController<?> controller, Supplier<ForStStateExecutor> executor) {
+    TaskThreadRequestHandler(
+            StateExecutionController<?> controller,
+            Supplier<ForStStateExecutor> executor,
+            boolean writeBehind,
+            boolean runAtIssue) {
         this.controller = controller;
         this.executor = executor;
+        this.writeBehind = writeBehind;
+        this.runAtIssue = runAtIssue;
     }
 
     @Override
@@ -68,7 +89,11 @@ final class WriteBehindHandler implements StateRequestHandler {
         RecordContext<?> context = controller.getCurrentContext();
         RecordSlot slot = RecordSlot.of(context);
         ForStStateExecutor target = executor.get();
-        if (target != null
+        if (target == null) {
+            slot.issued();
+            return controller.handleRequest(state, type, payload);
+        }
+        if (writeBehind
                 && slot.holdsKeyWithNothingInFlight()
                 && PLAIN_WRITES.contains(type)
                 && state instanceof BatchState) {
@@ -77,7 +102,8 @@ final class WriteBehindHandler implements StateRequestHandler {
             return done;
         }
         slot.issued();
-        return controller.handleRequest(state, type, payload);
+        boolean now = runAtIssue && target.readsAnswerAtOnce();
+        return controller.handleRequest(state, type, now, payload, false);
     }
 
     @Override
