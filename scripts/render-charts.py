@@ -393,6 +393,11 @@ def charts(runs):
                 **r, "measurements": [m for m in r["measurements"] if m["name"].endswith("events/s")]},
             lambda m: m["labels"]["query"], lambda m: f"{m['subject']} / {m['baseline']['name']}",
             subtitle="events/s against Flink's RocksDB, and on against off (geomean)"),
+        "nexmark-run-at-issue": lambda r: simple_ratios(
+            "nexmark-run-at-issue.svg", "Nexmark: ForSt-RS with requests run at issue and batched", {
+                **r, "measurements": [m for m in r["measurements"] if m["name"].endswith("events/s")]},
+            lambda m: m["labels"]["query"], lambda m: f"{m['subject']} / {m['baseline']['name']}",
+            subtitle="events/s against Flink's RocksDB, and at issue against batched (geomean)"),
         "timers": lambda r: simple_ratios(
             "timers.svg", "Timers: ForSt-RS vs Flink's RocksDB timers", r,
             lambda m: m["labels"]["phase"], lambda m: m["subject"]),

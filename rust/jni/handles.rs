@@ -206,3 +206,26 @@ pub fn checkpoint(handle: i64) -> JniResult<Arc<CheckpointHandle>> {
     touched(&checkpoint.db);
     Ok(checkpoint)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lsm::DbOptions;
+    use crate::storage::open_storage;
+
+    #[test]
+    fn a_remembered_database_is_refused_once_its_handle_is_removed() {
+        let options = StorageOptions::default();
+        let storage = open_storage("memory://handles-remembered", &options).unwrap();
+        let db = Db::open_with_storage(storage, DbOptions::default()).unwrap();
+        let handle = DATABASES.insert(DbHandle::new(db, options));
+        assert!(database(handle).is_ok());
+        assert!(database(handle).is_ok(), "the second lookup uses the remembered one");
+
+        let removed = DATABASES.remove(handle).unwrap();
+        let refused = database(handle).err().expect("a removed handle is refused");
+        assert!(matches!(refused, Failure::IllegalState(_)), "{refused:?}");
+        drop(removed);
+        forget_touched(0, None);
+    }
+}
