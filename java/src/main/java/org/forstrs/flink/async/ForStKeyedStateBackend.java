@@ -109,7 +109,8 @@ public class ForStKeyedStateBackend<K> implements AsyncKeyedStateBackend<K> {
 
     /**
      * The executor running this backend's batches on the task thread, where writes may go behind
-     * ({@link TaskThreadRequestHandler}); null unless it is the only one (one controller per operator).
+     * and requests run at issue ({@link TaskThreadRequestHandler}); null unless it is the only one
+     * (one controller per operator).
      */
     @Nullable private volatile ForStStateExecutor inlineExecutor;
     private boolean disposed;

@@ -61,8 +61,8 @@ final class ForStStateExecutor implements StateExecutor {
 
     /**
      * Batches on the task thread only: writes that completed when issued ({@link
-     * TaskThreadRequestHandler}), encoded in issue order; the next batch carries them ahead of its own
-     * requests. Task thread only.
+     * TaskThreadRequestHandler}), encoded in issue order; the next batch carries them ahead of its
+     * own requests. Task thread only.
      */
     private final BatchEncoder writesBehind = new BatchEncoder(INITIAL_REQUEST_BYTES);
 

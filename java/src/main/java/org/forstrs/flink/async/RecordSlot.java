@@ -25,9 +25,9 @@ final class RecordSlot {
     volatile byte[] defaultNamespaceKey;
 
     /**
-     * With batches on the task thread ({@link TaskThreadRequestHandler}): the record's requests handed to
-     * the controller and not completed yet, and whether one was answered (the record then holds
-     * its key until it is done). Task thread only.
+     * With batches on the task thread ({@link TaskThreadRequestHandler}): the record's requests
+     * handed to the controller and not completed yet, and whether one was answered (the record
+     * then holds its key until it is done). Task thread only.
      */
     private int inFlight;
 

@@ -165,7 +165,9 @@ class TaskThreadRequestHandlerTest {
         value.asyncValue().thenAccept(before::set);
         StateFuture<Void> update = value.asyncUpdate(6L);
         assertThat(isDone(update)).as("queued behind the unanswered read").isFalse();
-        assertThat(executor.pendingWritesBehind()).as("the first record's write alone").isEqualTo(1);
+        assertThat(executor.pendingWritesBehind())
+                .as("the first record's write alone")
+                .isEqualTo(1);
         runBatch();
         assertThat(isDone(update)).isTrue();
         assertThat(before.get()).as("the read issued first saw the old value").isEqualTo(5L);
