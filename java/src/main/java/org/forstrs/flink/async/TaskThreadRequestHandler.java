@@ -89,11 +89,8 @@ final class TaskThreadRequestHandler implements StateRequestHandler {
         RecordContext<?> context = controller.getCurrentContext();
         RecordSlot slot = RecordSlot.of(context);
         ForStStateExecutor target = executor.get();
-        if (target == null) {
-            slot.issued();
-            return controller.handleRequest(state, type, payload);
-        }
-        if (writeBehind
+        if (target != null
+                && writeBehind
                 && slot.holdsKeyWithNothingInFlight()
                 && PLAIN_WRITES.contains(type)
                 && state instanceof BatchState) {
@@ -102,7 +99,7 @@ final class TaskThreadRequestHandler implements StateRequestHandler {
             return done;
         }
         slot.issued();
-        boolean now = runAtIssue && target.readsAnswerAtOnce();
+        boolean now = target != null && runAtIssue && target.readsAnswerAtOnce();
         return controller.handleRequest(state, type, now, payload, false);
     }
 
