@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::pin::pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -72,6 +73,27 @@ pub(crate) fn multi_get(db: &DbInner, keys: &[Bytes], scans: &[ScanRange]) -> Re
     // stay in the join. (A join of every lookup would hold all their states, a few KiB each, at
     // once.)
     let in_runtime = io_runtime().enter();
+    if let ([_], []) = (&pending[..], scans) {
+        // One lookup, as a request run at issue makes: its future (a few KiB) stays on the
+        // stack, where the general path below boxes it.
+        let (i, key, mut resolver) = pending.pop().expect("one lookup");
+        let waited = {
+            let mut lookup = pin!(resolve_in_files(sv, key, snapshot, &mut resolver, memo));
+            match lookup.as_mut().now_or_never() {
+                Some(done) => {
+                    done?;
+                    false
+                }
+                None => {
+                    drop(in_runtime);
+                    block_on(lookup)?;
+                    true
+                }
+            }
+        };
+        values[i] = resolver.into_value();
+        return Ok(Reads { values, waited });
+    }
     let mut waiting = Vec::new();
     for (i, key, mut resolver) in pending {
         let mut lookup = Box::pin(async move {
