@@ -52,20 +52,27 @@ pub(super) struct BatchWrites<'a> {
 }
 
 impl<'a> BatchWrites<'a> {
-    /// Indexes the writes of `requests`; a write without a value is bad input.
+    /// Indexes the writes of `requests`; a write without a value is bad input. A batch without
+    /// reads (writes behind, a lone write) has nothing to serve from the index: its writes are
+    /// only checked.
     pub(super) fn new(requests: &[Request<'a>]) -> Result<Self> {
         let mut writes = BatchWrites::default();
+        let indexed = requests.iter().any(|r| r.op.reads());
         for (at, request) in requests.iter().enumerate() {
             let effect = match request.op {
                 Op::Put => Effect::Put(required_value(request)?),
                 Op::Merge => Effect::Merge(required_value(request)?),
                 Op::Delete => Effect::Delete,
-                Op::DeletePrefix => {
+                Op::DeletePrefix if indexed => {
                     writes.prefix_deletes.push((at, request.cf.id(), request.key));
                     continue;
                 }
+                Op::DeletePrefix => continue,
                 Op::Get | Op::Scan { .. } | Op::PrefixExists => continue,
             };
+            if !indexed {
+                continue;
+            }
             let family = writes.by_key.entry(request.cf.id()).or_default();
             family.entry(request.key).or_default().push((at, effect));
         }

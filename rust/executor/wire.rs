@@ -26,6 +26,11 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether the request answers with what the store holds.
+    pub fn reads(self) -> bool {
+        matches!(self, Op::Get | Op::Scan { .. } | Op::PrefixExists)
+    }
+
     fn code(self) -> u8 {
         match self {
             Op::Get => 1,
