@@ -351,6 +351,16 @@ def chart_nexmark(r):
     return out
 
 
+def chart_nexmark_on_off(r, name, title, on_against_off):
+    """A Nexmark run of ours with a setting on and off: each query's events/s against Flink's
+    RocksDB, and the geometric mean of on against off."""
+    events = [m for m in r["measurements"] if m["name"].endswith("events/s")]
+    return simple_ratios(
+        name, title, dict(r, measurements=events), lambda m: m["labels"]["query"],
+        lambda m: f"{m['subject']} / {m['baseline']['name']}",
+        subtitle=f"events/s against Flink's RocksDB, and {on_against_off} (geomean)")
+
+
 def backends_chart(r, job, title):
     """bench-flink-backends.sh: per subject and state size, each measure against its baseline."""
     return simple_ratios(
@@ -388,16 +398,12 @@ def charts(runs):
             "sync.svg", "Synchronous state (State V1): ForSt-RS vs Flink's RocksDB", r,
             lambda m: m["name"], subtitle="whisker: the rounds' range"),
         "nexmark": chart_nexmark,
-        "nexmark-write-behind": lambda r: simple_ratios(
-            "nexmark-write-behind.svg", "Nexmark: ForSt-RS with writes behind on and off", {
-                **r, "measurements": [m for m in r["measurements"] if m["name"].endswith("events/s")]},
-            lambda m: m["labels"]["query"], lambda m: f"{m['subject']} / {m['baseline']['name']}",
-            subtitle="events/s against Flink's RocksDB, and on against off (geomean)"),
-        "nexmark-run-at-issue": lambda r: simple_ratios(
-            "nexmark-run-at-issue.svg", "Nexmark: ForSt-RS with requests run at issue and batched", {
-                **r, "measurements": [m for m in r["measurements"] if m["name"].endswith("events/s")]},
-            lambda m: m["labels"]["query"], lambda m: f"{m['subject']} / {m['baseline']['name']}",
-            subtitle="events/s against Flink's RocksDB, and at issue against batched (geomean)"),
+        "nexmark-write-behind": lambda r: chart_nexmark_on_off(
+            r, "nexmark-write-behind.svg", "Nexmark: ForSt-RS with writes behind on and off",
+            "on against off"),
+        "nexmark-run-at-issue": lambda r: chart_nexmark_on_off(
+            r, "nexmark-run-at-issue.svg",
+            "Nexmark: ForSt-RS with requests run at issue and batched", "at issue against batched"),
         "timers": lambda r: simple_ratios(
             "timers.svg", "Timers: ForSt-RS vs Flink's RocksDB timers", r,
             lambda m: m["labels"]["phase"], lambda m: m["subject"]),
