@@ -57,22 +57,23 @@ impl<'a> BatchWrites<'a> {
     /// only checked.
     pub(super) fn new(requests: &[Request<'a>]) -> Result<Self> {
         let mut writes = BatchWrites::default();
-        let indexed = requests.iter().any(|r| r.op.reads());
+        if !requests.iter().any(|r| r.op.reads()) {
+            for request in requests.iter().filter(|r| matches!(r.op, Op::Put | Op::Merge)) {
+                required_value(request)?;
+            }
+            return Ok(writes);
+        }
         for (at, request) in requests.iter().enumerate() {
             let effect = match request.op {
                 Op::Put => Effect::Put(required_value(request)?),
                 Op::Merge => Effect::Merge(required_value(request)?),
                 Op::Delete => Effect::Delete,
-                Op::DeletePrefix if indexed => {
+                Op::DeletePrefix => {
                     writes.prefix_deletes.push((at, request.cf.id(), request.key));
                     continue;
                 }
-                Op::DeletePrefix => continue,
                 Op::Get | Op::Scan { .. } | Op::PrefixExists => continue,
             };
-            if !indexed {
-                continue;
-            }
             let family = writes.by_key.entry(request.cf.id()).or_default();
             family.entry(request.key).or_default().push((at, effect));
         }
